@@ -1,0 +1,106 @@
+"""The ``sluice`` command: validate specs, serve the demo site, crawl locally."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sluice.spec import SpecError, load_spec
+
+DEMO_PORT = 8710
+DEMO_SPEC = Path("crawls/demo.yaml")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.specs:
+        try:
+            spec = load_spec(path)
+        except SpecError as exc:
+            status = 1
+            print(f"invalid: {path}", file=sys.stderr)
+            for line in exc.errors:
+                print(f"  {line}", file=sys.stderr)
+            continue
+        print(
+            f"ok: {path} (crawl {spec.name!r}, {spec.seeds.count()} seed(s), "
+            f"{len(spec.extract.fields)} field(s), schedule {spec.schedule or 'none'})"
+        )
+    return status
+
+
+def _demo_site(args: argparse.Namespace) -> int:
+    from sluice.demosite.cli import main as serve
+
+    return serve(args.rest)
+
+
+def _crawl(args: argparse.Namespace) -> int:
+    from sluice.report import crawl_with_progress
+
+    try:
+        spec = load_spec(args.spec)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    out = Path(args.out or f"out/{spec.name}.jsonl")
+    summary = crawl_with_progress(spec, out, allow_loopback=args.allow_loopback, quiet=args.json)
+    print(json.dumps(summary, indent=2) if args.json else summary["text"])
+    return 0 if summary["records"] else 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from sluice.demosite import running_demo_site
+    from sluice.report import crawl_with_progress
+
+    spec = load_spec(args.spec)
+    with running_demo_site(port=args.port) as site:
+        print(f"demo site serving on {site.base_url} (127.0.0.1 only)")
+        started = time.monotonic()
+        summary = crawl_with_progress(spec, Path(args.out), allow_loopback=True, quiet=False)
+    print(summary["text"])
+    print(f"demo finished in {time.monotonic() - started:.1f} s")
+    return 0 if summary["records"] else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    validate = commands.add_parser("validate", help="check crawl spec files and name every error")
+    validate.add_argument("specs", nargs="+", metavar="SPEC")
+    validate.set_defaults(run=_validate)
+
+    site = commands.add_parser("demo-site", help="serve the bundled demo catalogue on 127.0.0.1", add_help=False)
+    site.add_argument("rest", nargs=argparse.REMAINDER)
+    site.set_defaults(run=_demo_site)
+
+    crawl = commands.add_parser("crawl", help="crawl a spec with the engine alone; records to a JSONL file")
+    crawl.add_argument("spec", metavar="SPEC")
+    crawl.add_argument("--out", help="records file (default: out/NAME.jsonl)")
+    crawl.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
+    crawl.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    crawl.set_defaults(run=_crawl)
+
+    demo = commands.add_parser("demo", help="start the demo site and crawl it end to end")
+    demo.add_argument("--spec", default=str(DEMO_SPEC))
+    demo.add_argument("--port", type=int, default=DEMO_PORT)
+    demo.add_argument("--out", default="out/demo.jsonl")
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

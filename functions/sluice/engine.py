@@ -1,0 +1,197 @@
+"""The crawl engine: a spec and seed URLs in, records and a tally out, with no AWS in sight.
+
+A bounded pool of workers pulls URLs from an in-memory frontier, fetches each through
+:class:`~sluice.fetch.client.PageFetcher` (which owns concurrency, politeness and retries),
+extracts records and links, streams records to a sink per page, and feeds new in-scope
+links back, deduplicated by canonical URL, within ``follow.max_depth`` and ``follow.max_pages``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sluice.charset import decode_html
+from sluice.extract import PageExtraction, Record, extract_page
+from sluice.fetch.client import PageFetcher
+from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
+from sluice.spec import CrawlSpec
+from sluice.urls import canonicalize_url
+
+
+class RecordSink(Protocol):
+    """Where a page's records go, as soon as the page is extracted."""
+
+    def write(self, records: Sequence[Record]) -> None: ...
+
+
+class ValidatorStore(Protocol):
+    """Validators (ETag, Last-Modified) remembered from earlier runs, by canonical URL."""
+
+    def get(self, url: str) -> Validators | None: ...
+
+    def put(self, url: str, validators: Validators) -> None: ...
+
+
+@dataclass
+class CrawlTally:
+    """What a crawl did, counted as it went."""
+
+    fetched: int = 0
+    not_modified: int = 0
+    failed: int = 0
+    skipped: int = 0
+    records: int = 0
+    items: int = 0
+    bytes: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    missing: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    skips: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def pages_done(self) -> int:
+        return self.fetched + self.not_modified + self.failed + self.skipped
+
+    def null_rates(self) -> dict[str, float]:
+        """Per field, the share of items where it was missing."""
+        return {name: count / self.items for name, count in sorted(self.missing.items())} if self.items else {}
+
+    def count(self, outcome: FetchOutcome) -> None:
+        match outcome:
+            case Fetched():
+                self.fetched += 1
+                self.bytes += len(outcome.body)
+            case NotModified():
+                self.not_modified += 1
+            case Failed():
+                self.failed += 1
+                self.failures[outcome.reason] += 1
+            case Skipped():
+                self.skipped += 1
+                self.skips[outcome.reason] += 1
+
+    def add(self, extraction: PageExtraction) -> None:
+        self.records += len(extraction.records)
+        self.items += extraction.items
+        self.rejected.update(extraction.rejected)
+        self.missing.update(extraction.missing)
+
+
+Progress = Callable[[CrawlTally, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    url: str
+    depth: int
+
+
+class Frontier:
+    """URLs waiting to be fetched: each canonical URL admitted once, at most ``max_pages`` in all."""
+
+    def __init__(self, max_pages: int) -> None:
+        self._queue: asyncio.Queue[_Task] = asyncio.Queue()
+        self._seen: set[str] = set()
+        self._max_pages = max_pages
+
+    def admit(self, url: str, depth: int) -> bool:
+        canonical = canonicalize_url(url)
+        if canonical in self._seen or len(self._seen) >= self._max_pages:
+            return False
+        self._seen.add(canonical)
+        self._queue.put_nowait(_Task(canonical, depth))
+        return True
+
+    @property
+    def admitted(self) -> int:
+        return len(self._seen)
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    async def next(self) -> _Task:
+        return await self._queue.get()
+
+    def done(self) -> None:
+        self._queue.task_done()
+
+    async def drained(self) -> None:
+        await self._queue.join()
+
+
+class Crawl:
+    """One crawl of one spec; :meth:`run` returns the tally when the frontier is empty."""
+
+    def __init__(
+        self,
+        spec: CrawlSpec,
+        sink: RecordSink,
+        *,
+        fetcher: PageFetcher,
+        validators: ValidatorStore | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.spec = spec
+        self.tally = CrawlTally()
+        self._sink = sink
+        self._fetcher = fetcher
+        self._validators = validators
+        self._progress = progress
+        self._frontier = Frontier(spec.follow.max_pages)
+
+    async def run(self, seeds: Iterable[str] | None = None) -> CrawlTally:
+        for url in self.spec.seeds.iter_urls() if seeds is None else seeds:
+            self._frontier.admit(url, 0)
+        workers = [asyncio.create_task(self._work()) for _ in range(self.spec.politeness.concurrency)]
+        try:
+            await self._frontier.drained()
+        finally:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        return self.tally
+
+    async def _work(self) -> None:
+        while True:
+            task = await self._frontier.next()
+            try:
+                await self._visit(task)
+            finally:
+                self._frontier.done()
+                if self._progress is not None:
+                    self._progress(self.tally, self._frontier.pending)
+
+    async def _visit(self, task: _Task) -> None:
+        known = self._validators.get(task.url) if self._validators is not None else None
+        outcome = await self._fetcher.fetch(task.url, known)
+        self.tally.count(outcome)
+        if self._validators is not None and isinstance(outcome, Fetched | NotModified):
+            self._validators.put(task.url, outcome.validators)
+        if not isinstance(outcome, Fetched):
+            return
+        html, _ = decode_html(outcome.body, outcome.content_type)
+        extraction = extract_page(self.spec, outcome.final_url, html)
+        if extraction.records:
+            self._sink.write(extraction.records)
+        self.tally.add(extraction)
+        if task.depth < self.spec.follow.max_depth:
+            for link in extraction.links:
+                self._frontier.admit(link, task.depth + 1)
+
+
+async def crawl(
+    spec: CrawlSpec,
+    sink: RecordSink,
+    *,
+    allow_loopback: bool = False,
+    validators: ValidatorStore | None = None,
+    progress: Progress | None = None,
+) -> CrawlTally:
+    """Crawl ``spec`` from its seeds with a fresh fetcher, closing it afterwards."""
+    async with PageFetcher(spec.politeness, allow_loopback=allow_loopback) as fetcher:
+        return await Crawl(spec, sink, fetcher=fetcher, validators=validators, progress=progress).run()

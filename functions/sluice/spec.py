@@ -1,0 +1,373 @@
+"""The crawl spec: one YAML or JSON file that says what to crawl, what to extract and how politely.
+
+Every model forbids unknown keys, so a typo is an error that names the key, never a
+silently ignored setting. :func:`load_spec` turns any problem into a :class:`SpecError`
+listing every error with its dotted path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from sluice.selectors import FieldSelector, check_css, parse_field_selector
+
+DEFAULT_USER_AGENT = "Sluice/0.1 (a polite scheduled crawler)"
+DEFAULT_RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
+MAX_SEED_URLS = 10_000_000
+
+
+class SpecError(Exception):
+    """A spec that cannot be used; ``errors`` holds one ``'path: what is wrong'`` line per problem."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        self.source = source
+        self.errors = errors
+        super().__init__(f"{source}: {len(errors)} error(s)\n" + "\n".join(f"  {e}" for e in errors))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    if not parts.hostname:
+        raise ValueError(f"{value!r} has no host")
+    return value
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
+    return value
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+CssSelector = Annotated[str, BeforeValidator(lambda v: check_css(v) if isinstance(v, str) else v)]
+Regex = Annotated[str, BeforeValidator(lambda v: _regex(v) if isinstance(v, str) else v)]
+FieldName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+
+
+class SeedRange(_Strict):
+    """An inclusive numeric range for a URL template."""
+
+    start: int = Field(ge=0)
+    stop: int = Field(ge=0)
+    step: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SeedRange:
+        if self.stop < self.start:
+            raise ValueError(f"stop ({self.stop}) is before start ({self.start})")
+        return self
+
+
+class Seeds(_Strict):
+    """Where a run starts: explicit URLs and/or a URL template over a numeric range."""
+
+    urls: list[HttpUrl] = Field(default_factory=list)
+    template: str | None = None
+    range: SeedRange | None = None
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, template: str | None) -> str | None:
+        if template is None:
+            return None
+        if "{n}" not in template:
+            raise ValueError("a template needs the placeholder {n}")
+        _http_url(template.replace("{n}", "1"))
+        return template
+
+    @model_validator(mode="after")
+    def _some(self) -> Seeds:
+        if (self.template is None) != (self.range is None):
+            raise ValueError("template and range go together")
+        if not self.urls and self.template is None:
+            raise ValueError("give seed urls, or a template with a range")
+        if self.count() > MAX_SEED_URLS:
+            raise ValueError(f"{self.count()} seeds is more than the {MAX_SEED_URLS} a run takes")
+        return self
+
+    def count(self) -> int:
+        """How many URLs :meth:`iter_urls` yields, without expanding them."""
+        ranged = len(range(self.range.start, self.range.stop + 1, self.range.step)) if self.range else 0
+        return len(self.urls) + ranged
+
+    def iter_urls(self) -> Iterator[str]:
+        """Yield every seed URL lazily: a million-URL range never becomes a list."""
+        yield from self.urls
+        if self.template is not None and self.range is not None:
+            for n in range(self.range.start, self.range.stop + 1, self.range.step):
+                yield self.template.replace("{n}", str(n))
+
+
+class Follow(_Strict):
+    """Which links a run follows, and how far."""
+
+    selectors: list[CssSelector] = Field(default_factory=list)
+    allowed_domains: list[str] = Field(default_factory=list)
+    allow: list[Regex] = Field(default_factory=list)
+    deny: list[Regex] = Field(default_factory=list)
+    max_depth: int = Field(default=1, ge=0, le=100)
+    max_pages: int = Field(default=10_000, ge=1, le=MAX_SEED_URLS)
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _domains(cls, domains: list[str]) -> list[str]:
+        for domain in domains:
+            if not re.fullmatch(r"[A-Za-z0-9.-]{1,253}(:\d{1,5})?", domain):
+                raise ValueError(f"{domain!r} is not a domain name (no scheme, no path)")
+        return [d.lower() for d in domains]
+
+
+Step = Literal["strip", "lower", "number", "int", "price", "absolute_url", "collapse_whitespace"]
+
+
+class RegexStep(_Strict):
+    """Keep the first match of ``regex`` (its first group if it has one), else the field is missing."""
+
+    regex: Regex
+
+
+class ReplaceStep(_Strict):
+    """Replace every occurrence of ``replace[0]`` by ``replace[1]``."""
+
+    replace: tuple[str, str]
+
+
+def _step_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "name"
+    if isinstance(value, dict) and len(value) == 1:
+        return next(iter(value)) if next(iter(value)) in ("regex", "replace") else None
+    if isinstance(value, RegexStep | ReplaceStep):
+        return "regex" if isinstance(value, RegexStep) else "replace"
+    return None
+
+
+ProcessStep = Annotated[
+    Annotated[Step, Tag("name")] | Annotated[RegexStep, Tag("regex")] | Annotated[ReplaceStep, Tag("replace")],
+    Discriminator(
+        _step_kind,
+        custom_error_type="invalid_step",
+        custom_error_message="a step is a name (strip, lower, number, int, price, absolute_url, "
+        "collapse_whitespace) or a mapping {regex: PATTERN} or {replace: [OLD, NEW]}",
+    ),
+]
+
+
+class ExtractField(_Strict):
+    """One named field: a selector, its post-processing steps, and whether a record needs it."""
+
+    selector: FieldSelector
+    process: list[ProcessStep] = Field(default_factory=lambda: ["strip"])  # type: ignore[arg-type]
+    required: bool = False
+    many: bool = False
+
+    @field_validator("selector", mode="before")
+    @classmethod
+    def _selector(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return parse_field_selector(value)
+        if isinstance(value, FieldSelector):
+            return value
+        raise ValueError("a selector is a string, like 'h1::text' or 'a::attr(href)'")
+
+
+def _field_shorthand(value: Any) -> Any:
+    return {"selector": value} if isinstance(value, str) else value
+
+
+class Extract(_Strict):
+    """Records: an item selector (None: the page is one item), named fields, and the record key."""
+
+    item: CssSelector | None = None
+    pages: Regex | None = None
+    fields: dict[FieldName, Annotated[ExtractField, BeforeValidator(_field_shorthand)]] = Field(min_length=1)
+    key: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _key_fields(self) -> Extract:
+        for name in self.key or []:
+            if name not in self.fields:
+                raise ValueError(f"key names {name!r}, which is not a field (fields: {', '.join(self.fields)})")
+        return self
+
+
+class RetryPolicy(_Strict):
+    """How often and how patiently a page is retried."""
+
+    times: int = Field(default=3, ge=0, le=10)
+    status_codes: list[int] = Field(default_factory=lambda: list(DEFAULT_RETRY_STATUSES))
+    backoff_base_seconds: float = Field(default=0.5, gt=0, le=60)
+    backoff_max_seconds: float = Field(default=30.0, gt=0, le=900)
+    retry_after_max_seconds: float = Field(default=120.0, ge=0, le=900)
+
+    @field_validator("status_codes")
+    @classmethod
+    def _statuses(cls, codes: list[int]) -> list[int]:
+        for code in codes:
+            if not 400 <= code <= 599:
+                raise ValueError(f"{code} is not an HTTP error status (400-599)")
+        return codes
+
+
+class Politeness(_Strict):
+    """What the crawl promises the sites it visits."""
+
+    concurrency: int = Field(default=32, ge=1, le=512)
+    concurrency_per_domain: int = Field(default=8, ge=1, le=128)
+    min_delay_seconds: float = Field(default=0.0, ge=0, le=300)
+    user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1, max_length=512)
+    obey_robots: bool = True
+    timeout_seconds: float = Field(default=15.0, gt=0, le=300)
+    max_body_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
+    max_redirects: int = Field(default=5, ge=0, le=20)
+    content_types: list[str] = Field(default_factory=lambda: ["text/html", "application/xhtml+xml"])
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    @field_validator("user_agent")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        if any(c in value for c in "\r\n"):
+            raise ValueError("a user agent is one line")
+        return value
+
+
+class Alerts(_Strict):
+    """When a finished run is unhealthy."""
+
+    record_count_floor: float = Field(default=0.5, ge=0, le=1)
+    max_error_rate: float = Field(default=0.1, ge=0, le=1)
+    max_null_rate: float | None = Field(default=None, ge=0, le=1)
+
+
+_SCHEDULE = re.compile(r"rate\(\s*\d+\s+(minute|minutes|hour|hours|day|days)\s*\)|cron\((\S+\s+){5}\S+\)")
+
+
+class CrawlSpec(_Strict):
+    """A whole crawl."""
+
+    name: str
+    seeds: Seeds
+    follow: Follow = Field(default_factory=Follow)
+    extract: Extract
+    politeness: Politeness = Field(default_factory=Politeness)
+    alerts: Alerts = Field(default_factory=Alerts)
+    schedule: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", value):
+            raise ValueError(
+                f"{value!r} is not a crawl name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit"
+            )
+        return value
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seed_list(cls, value: Any) -> Any:
+        return {"urls": value} if isinstance(value, list) else value
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str | None) -> str | None:
+        if value is not None and not _SCHEDULE.fullmatch(value.strip()):
+            raise ValueError(f"{value!r} is not an EventBridge expression like 'rate(1 day)' or 'cron(17 3 * * ? *)'")
+        return value
+
+    def domains(self) -> frozenset[str]:
+        """The hosts a run may visit: ``follow.allowed_domains``, else the seeds' hosts."""
+        if self.follow.allowed_domains:
+            return frozenset(self.follow.allowed_domains)
+        hosts = {urlsplit(u).hostname or "" for u in self.seeds.urls}
+        if self.seeds.template:
+            hosts.add(urlsplit(self.seeds.template.replace("{n}", "1")).hostname or "")
+        return frozenset(h.lower() for h in hosts if h)
+
+    def digest(self) -> str:
+        """A stable hash of the spec's content, recorded with each run."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _describe(error: Any) -> str:
+    path = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{path}: unknown key"
+    if kind == "missing":
+        return f"{path}: required"
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    if kind == "literal_error":
+        message = f"{error.get('input')!r} is not one of: " + message.removeprefix("Input should be ")
+    return f"{path}: {message}"
+
+
+_TAGS = frozenset({"name", "regex", "replace", "function-after[_field_shorthand(), ExtractField]"})
+
+
+def _without_tags(error: Any) -> Any:
+    """Drop the union tags pydantic puts in an error's path: the user never wrote them."""
+    loc = list(error["loc"])
+    if "process" in loc and len(loc) > loc.index("process") + 2 and loc[loc.index("process") + 2] in _TAGS:
+        del loc[loc.index("process") + 2]
+    return {**error, "loc": tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))}
+
+
+def parse_spec(data: Any, source: str = "<spec>") -> CrawlSpec:
+    """Validate already-loaded data as a crawl spec."""
+    if not isinstance(data, dict):
+        raise SpecError(source, [f"(top level): a spec is a mapping, not {type(data).__name__}"])
+    try:
+        return CrawlSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(source, [_describe(_without_tags(e)) for e in exc.errors()]) from None
+
+
+def load_spec(path: str | Path) -> CrawlSpec:
+    """Read and validate a spec file (``.yaml``, ``.yml`` or ``.json``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(path), [f"(file): cannot read: {exc}"]) from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            str(path), [f"(file): not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        raise SpecError(str(path), [f"(file): not valid YAML: {where}{getattr(exc, 'problem', exc)}"]) from None
+    return parse_spec(data, str(path))

@@ -1,0 +1,159 @@
+"""The crawl spec: what a valid spec gives, and that every kind of mistake is named by its path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.selectors import FieldSelector, parse_field_selector
+from sluice.spec import CrawlSpec, RegexStep, SpecError, load_spec, parse_spec
+
+CRAWLS = Path(__file__).resolve().parents[2] / "crawls"
+
+
+def minimal(**overrides: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": "books",
+        "seeds": ["https://books.example/catalogue/page-1.html"],
+        "extract": {"item": "article.product_pod", "fields": {"title": "h3 a::attr(title)"}},
+    }
+    spec.update(overrides)
+    return spec
+
+
+def errors_of(data: Any) -> list[str]:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(data)
+    return caught.value.errors
+
+
+@pytest.mark.parametrize("path", sorted(CRAWLS.glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_specs_validate(path: Path) -> None:
+    spec = load_spec(path)
+    assert spec.name
+    assert spec.seeds.count() >= 1
+    assert spec.extract.fields
+
+
+def test_books_spec_reads_the_catalogue_fields() -> None:
+    spec = load_spec(CRAWLS / "books-toscrape.yaml")
+    assert spec.domains() == frozenset({"books.toscrape.com"})
+    assert spec.extract.fields["price"].selector == FieldSelector("p.price_color::text", "p.price_color", "text")
+    assert spec.extract.fields["rating"].process == [RegexStep(regex=r"star-rating (\w+)")]
+    assert spec.schedule == "cron(17 3 * * ? *)"
+
+
+def test_json_spec_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "books.json"
+    path.write_text(json.dumps(minimal()), encoding="utf-8")
+    assert load_spec(path).name == "books"
+
+
+def test_defaults_are_polite() -> None:
+    spec = parse_spec(minimal())
+    assert spec.politeness.obey_robots is True
+    assert spec.politeness.retry.status_codes == [408, 429, 500, 502, 503, 504]
+    assert spec.politeness.concurrency_per_domain <= spec.politeness.concurrency
+    assert spec.extract.fields["title"].process == ["strip"]
+
+
+def test_template_seeds_expand_lazily_and_count_without_expanding() -> None:
+    spec = parse_spec(
+        minimal(seeds={"template": "https://books.example/page-{n}.html", "range": {"start": 1, "stop": 9_000_000}})
+    )
+    assert spec.seeds.count() == 9_000_000
+    urls = spec.seeds.iter_urls()
+    assert [next(urls), next(urls)] == ["https://books.example/page-1.html", "https://books.example/page-2.html"]
+
+
+def test_digest_changes_with_content() -> None:
+    assert parse_spec(minimal()).digest() == parse_spec(minimal()).digest()
+    assert parse_spec(minimal()).digest() != parse_spec(minimal(name="other")).digest()
+
+
+@pytest.mark.parametrize(
+    ("source", "css", "pick", "attr"),
+    [
+        ("h1::text", "h1", "text", None),
+        ("div.desc ::text", "div.desc", "deep_text", None),
+        ("h3 a::attr(title)", "h3 a", "attr", "title"),
+        ("::attr(href)", None, "attr", "href"),
+        ("p.price_color", "p.price_color", "deep_text", None),
+        ("table::html", "table", "html", None),
+    ],
+)
+def test_selector_dialect(source: str, css: str | None, pick: str, attr: str | None) -> None:
+    assert parse_field_selector(source) == FieldSelector(source, css, pick, attr)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (minimal(extract={"fields": {"price": {"selector": "::attr("}}}), "extract.fields.price.selector: '::attr('"),
+        (minimal(extract={"fields": {"price": "p..price"}}), "extract.fields.price.selector: 'p..price' is not"),
+        (minimal(extract={"fields": {"price": "p::nope"}}), "extract.fields.price.selector: '::nope' is not a valid"),
+        (minimal(extract={"item": "div >", "fields": {"t": "h1"}}), "extract.item: 'div >' is not a valid selector"),
+        (minimal(extract={"fields": {}}), "extract.fields: "),
+        (minimal(extract={"fields": {"t": "h1"}, "key": ["upc"]}), "extract: key names 'upc', which is not a field"),
+        (minimal(extract={"fields": {"t": {"selector": "h1", "process": ["shout"]}}}), "process.0: 'shout'"),
+        (minimal(extract={"fields": {"t": {"selector": "h1", "process": [{"regex": "("}]}}}), "process.0.regex: '('"),
+        (minimal(extract={"fields": {"t": {"selector": "h1", "process": [{"x": 1}]}}}), "process.0: a step is"),
+        (minimal(extract={"fields": {"bad name": "h1"}}), "extract.fields.bad name"),
+        (minimal(name="Books Crawl"), "name: 'Books Crawl' is not a crawl name"),
+        (minimal(seeds=["ftp://books.example/"]), "seeds.urls.0: 'ftp://books.example/' is not an http(s) URL"),
+        (minimal(seeds=[]), "seeds: give seed urls, or a template with a range"),
+        (minimal(seeds={"template": "https://b.example/p"}), "seeds.template: a template needs the placeholder {n}"),
+        (minimal(seeds={"template": "https://b.example/{n}"}), "seeds: template and range go together"),
+        (
+            minimal(seeds={"template": "https://b.example/{n}", "range": {"start": 5, "stop": 1}}),
+            "seeds.range: stop (1) is before start (5)",
+        ),
+        (minimal(follow={"selectors": ["li.next a["]}), "follow.selectors.0: 'li.next a[' is not a valid selector"),
+        (minimal(follow={"allowed_domains": ["https://x.example/"]}), "follow.allowed_domains: 'https://x.example/'"),
+        (minimal(follow={"max_depth": -1}), "follow.max_depth: Input should be greater than or equal to 0"),
+        (minimal(follow={"deny": ["(unclosed"]}), "follow.deny.0: '(unclosed' is not a valid regular expression"),
+        (minimal(politeness={"concurrency": 0}), "politeness.concurrency: Input should be greater than or equal to 1"),
+        (minimal(politeness={"user_agent": "a\r\nX-Evil: 1"}), "politeness.user_agent: a user agent is one line"),
+        (minimal(politeness={"retry": {"status_codes": [200]}}), "politeness.retry.status_codes: 200 is not an HTTP"),
+        (minimal(politeness={"max_body_bytes": 10}), "politeness.max_body_bytes: Input should be greater than"),
+        (minimal(alerts={"max_error_rate": 1.5}), "alerts.max_error_rate: Input should be less than or equal to 1"),
+        (minimal(schedule="every night"), "schedule: 'every night' is not an EventBridge expression"),
+        (minimal(politeness={"obey_robot": False}), "politeness.obey_robot: unknown key"),
+        (minimal(surprise=1), "surprise: unknown key"),
+        ({"name": "books"}, "seeds: required"),
+        (["not", "a", "mapping"], "(top level): a spec is a mapping, not list"),
+    ],
+)
+def test_each_kind_of_error_names_its_field(data: Any, expected: str) -> None:
+    errors = errors_of(data)
+    assert any(line.startswith(expected) or expected in line for line in errors), errors
+
+
+def test_every_error_is_reported_not_just_the_first() -> None:
+    data = minimal(name="Bad Name", politeness={"concurrency": 0, "typo": True}, schedule="daily")
+    errors = errors_of(data)
+    assert len(errors) == 4
+    assert {line.split(":")[0] for line in errors} == {"name", "politeness.concurrency", "politeness.typo", "schedule"}
+
+
+def test_unreadable_and_malformed_files_are_spec_errors(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"not valid YAML: line \d+ column \d+"):
+        load_spec(broken)
+    bad_json = tmp_path / "broken.json"
+    bad_json.write_text("{", encoding="utf-8")
+    with pytest.raises(SpecError, match="not valid JSON: line 1"):
+        load_spec(bad_json)
+    with pytest.raises(SpecError, match="cannot read"):
+        load_spec(tmp_path / "missing.yaml")
+
+
+def test_spec_is_immutable() -> None:
+    spec = parse_spec(minimal())
+    with pytest.raises(ValueError, match="frozen"):
+        spec.name = "other"  # type: ignore[misc]
+    assert isinstance(spec, CrawlSpec)
