@@ -1,0 +1,27 @@
+"""Built-in demo site: a deterministic Books-to-Scrape-like catalogue over HTTP on 127.0.0.1.
+
+Catalogue paths: `/` and `/index.html` (301 to page 1), `/catalogue/page-{n}.html`,
+`/catalogue/{slug}_{id}/index.html`, `/catalogue/category/{name}_{k}/index.html|page-{n}.html`,
+`/private/...` (disallowed by `/robots.txt`), `/sitemap.xml`, `/media/...` (1x1 GIF).
+Test endpoints live under `/_test/` (testroutes.py), stats under `/_demo/stats|reset`.
+"""
+
+from .catalogue import Catalogue
+from .cli import main
+from .config import DemoSiteConfig
+from .faults import Fault
+from .server import DemoSite
+from .stats import DemoStats, RequestRecord
+from .threaded import RunningDemoSite, running_demo_site
+
+__all__ = [
+    "Catalogue",
+    "DemoSite",
+    "DemoSiteConfig",
+    "DemoStats",
+    "Fault",
+    "RequestRecord",
+    "RunningDemoSite",
+    "main",
+    "running_demo_site",
+]

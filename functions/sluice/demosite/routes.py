@@ -1,0 +1,74 @@
+"""Catalogue routes: pages with validators and gzip, redirects to page 1, robots, sitemap."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .catalogue import Catalogue
+from .config import DemoSiteConfig
+from .faults import error_page
+from .page import Page
+from .wire import Request, Response
+
+_HOME = frozenset({"/", "/index.html", "/catalogue", "/catalogue/", "/catalogue/index.html"})
+_GIF = bytes.fromhex("47494638396101000100800000ffffff00000021f90401000000002c00000000010001000002024401003b")
+NOT_CONTENT = ("/robots.txt", "/sitemap.xml", "/_test/", "/_demo/")
+"""Path prefixes that are never subject to injected faults."""
+
+
+def accepts_gzip(request: Request) -> bool:
+    """True when Accept-Encoding lists gzip with a non-zero q-value."""
+    for item in request.headers.get("accept-encoding", "").lower().split(","):
+        coding, _, params = item.partition(";")
+        if coding.strip() in ("gzip", "x-gzip"):
+            return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+def page_response(page: Page, request: Request) -> Response:
+    """200 (gzip when accepted) or 304 when If-None-Match / If-Modified-Since say so."""
+    headers = [
+        ("ETag", page.etag),
+        ("Last-Modified", page.last_modified_http),
+        ("Vary", "Accept-Encoding"),
+    ]
+    h = request.headers
+    if page.not_modified(h.get("if-none-match"), h.get("if-modified-since")):
+        return Response(304, headers)
+    headers.append(("Content-Type", page.content_type))
+    if page.compressible and accepts_gzip(request):
+        headers.append(("Content-Encoding", "gzip"))
+        return Response(200, headers, page.gzipped)
+    return Response(200, headers, page.body)
+
+
+@lru_cache(maxsize=16)
+def robots(crawl_delay: float | None) -> Page:
+    """robots.txt disallowing /private/ for everyone, with an optional Crawl-delay."""
+    text = "User-agent: *\nDisallow: /private/\n"
+    if crawl_delay is not None:
+        text += f"Crawl-delay: {crawl_delay:g}\n"
+    return Page(text.encode(), "text/plain; charset=utf-8")
+
+
+_GIF_PAGE = Page(_GIF, "image/gif")
+
+
+def content(request: Request, catalogue: Catalogue, config: DemoSiteConfig) -> Response:
+    """The normal (fault-free) answer for a non-test path."""
+    if request.method not in ("GET", "HEAD"):
+        return error_page(405, "Method not allowed.", [("Allow", "GET, HEAD")])
+    path = request.path
+    if path in _HOME:
+        return Response(301, [("Location", catalogue.listing_path(1))])
+    if path == "/robots.txt":
+        return page_response(robots(config.crawl_delay), request)
+    if path == "/sitemap.xml":
+        host = request.headers.get("host", "127.0.0.1")
+        return page_response(catalogue.sitemap(f"http://{host}"), request)
+    if path.startswith("/media/"):
+        return page_response(_GIF_PAGE, request)
+    page = catalogue.get(path)
+    if page is None:
+        return error_page(404, "Not found.")
+    return page_response(page, request)

@@ -1,0 +1,115 @@
+"""Thread-safe request statistics for tests: concurrency (overall and per host), counts, log."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .wire import Request
+
+_Row = tuple[int, str, str, str, str, str | None, str | None, str | None, int]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One answered (or dropped: status 0) request; `seq` numbers requests in arrival order."""
+
+    seq: int
+    method: str
+    path: str
+    target: str
+    host: str
+    if_none_match: str | None
+    if_modified_since: str | None
+    user_agent: str | None
+    status: int
+
+
+class DemoStats:
+    """Counters by path and by Host header (lower-cased, port dropped); in flight = head parsed
+    until the answer is handed to the socket or the connection drops (use latency_ms to overlap)."""
+
+    def __init__(self, log_limit: int = 100_000) -> None:
+        self._lock = threading.Lock()
+        self.total = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.in_flight_by_host: dict[str, int] = {}
+        self.max_in_flight_by_host: dict[str, int] = {}
+        self.requests_by_path: Counter[str] = Counter()
+        self._log: deque[_Row] = deque(maxlen=log_limit)
+        self._seq = 0
+
+    def begin(self, request: Request) -> int:
+        """Count a request in; returns its sequence number (pass it to `end`)."""
+        host = request.host
+        with self._lock:
+            self._seq += 1
+            self.total += 1
+            self.in_flight += 1
+            if self.in_flight > self.max_in_flight:
+                self.max_in_flight = self.in_flight
+            now = self.in_flight_by_host.get(host, 0) + 1
+            self.in_flight_by_host[host] = now
+            if now > self.max_in_flight_by_host.get(host, 0):
+                self.max_in_flight_by_host[host] = now
+            self.requests_by_path[request.path] += 1
+            return self._seq
+
+    def end(self, request: Request, seq: int, status: int) -> None:
+        """Count a request out and log it."""
+        h = request.headers
+        row = (
+            seq,
+            request.method,
+            request.path,
+            request.target,
+            request.host,
+            h.get("if-none-match"),
+            h.get("if-modified-since"),
+            h.get("user-agent"),
+            status,
+        )
+        with self._lock:
+            self.in_flight -= 1
+            self.in_flight_by_host[row[4]] -= 1
+            # Plain tuples of atomic values: a long log costs the garbage collector nothing.
+            self._log.append(row)
+
+    def reset(self) -> None:
+        """Forget counts and log; maxima restart from the requests still in flight."""
+        with self._lock:
+            self.total = 0
+            self.max_in_flight = self.in_flight
+            self.in_flight_by_host = {h: n for h, n in self.in_flight_by_host.items() if n}
+            self.max_in_flight_by_host = dict(self.in_flight_by_host)
+            self.requests_by_path = Counter()
+            self._log.clear()
+
+    def count(self, path: str) -> int:
+        """Requests seen for `path` (no query string) since the last reset."""
+        with self._lock:
+            return self.requests_by_path[path]
+
+    def records(self, path: str | None = None) -> list[RequestRecord]:
+        """Finished requests in arrival order, optionally only those of `path`."""
+        with self._lock:
+            rows = [r for r in self._log if path is None or r[2] == path]
+        return [RequestRecord(*row) for row in sorted(rows)]
+
+    def snapshot(self, with_log: bool = True) -> dict[str, Any]:
+        """A JSON-serialisable copy of everything."""
+        with self._lock:
+            data: dict[str, Any] = {
+                "total": self.total,
+                "in_flight": self.in_flight,
+                "max_in_flight": self.max_in_flight,
+                "in_flight_by_host": dict(self.in_flight_by_host),
+                "max_in_flight_by_host": dict(self.max_in_flight_by_host),
+                "requests_by_path": dict(self.requests_by_path),
+            }
+        if with_log:
+            data["log"] = [asdict(r) for r in self.records()]
+        return data

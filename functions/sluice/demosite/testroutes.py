@@ -1,0 +1,201 @@
+"""The fixed /_test/ endpoints for narrow tests, with per-key state cleared by `reset`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import struct
+import threading
+import time
+import zlib
+from collections import Counter
+from collections.abc import Awaitable
+from urllib.parse import quote
+
+from . import fixtures
+from .faults import error_page, filler, once, trickle
+from .page import HTML, Page, http_date
+from .routes import page_response
+from .wire import Request, Response, Result, Streamed
+
+MAX_BOMB = 4 * 1024**3
+_SAFE_URL = ":/?#[]@!$&'()*+,;=%~"
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    try:
+        return int(request.query.get(name, default))
+    except ValueError:
+        return default
+
+
+def _float(request: Request, name: str, default: float) -> float:
+    try:
+        value = float(request.query.get(name, default))
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value >= 0 else default
+
+
+def _ok(text: str) -> Response:
+    body = f"<!DOCTYPE html>\n<html><body><h1>OK</h1><p>{text}</p></body></html>\n"
+    return Response(200, [("Content-Type", HTML)], body.encode())
+
+
+def _redirect_to(location: str, status: int = 302) -> Response:
+    return Response(status, [("Location", quote(location, safe=_SAFE_URL))])
+
+
+def _compress_zeros(size: int) -> bytes:
+    """gzip of `size` zero bytes: one full-flushed deflate block of 1 MiB zeros, repeated."""
+    block = bytes(1 << 20)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    unit = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    full, rest = divmod(size, len(block))
+    tail = deflate.compress(block[:rest]) + deflate.flush()
+    crc = 0
+    for _ in range(full):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(block[:rest], crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    return header + unit * full + tail + struct.pack("<II", crc, size & 0xFFFFFFFF)
+
+
+_STATIC = {
+    "cp1252": Response(200, [("Content-Type", "text/html")], fixtures.CP1252),
+    "broken-html": Response(200, [("Content-Type", HTML)], fixtures.BROKEN_HTML),
+    "empty": Response(200, [("Content-Type", HTML)]),
+    "json": Response(200, [("Content-Type", "application/json")], b'{"ok": true, "items": [1, 2, 3]}'),
+}
+
+
+class FixedEndpoints:
+    """Dispatches /_test/... requests (list in `handle`); per-key state is cleared by `reset`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hits: Counter[str] = Counter()
+        self._bombs: dict[int, bytes] = {}
+        self._etags: dict[str, Page] = {}
+
+    def reset(self) -> None:
+        """Forget the per-key counters of flaky and retry-after endpoints."""
+        with self._lock:
+            self._hits = Counter()
+
+    def _hit(self, key: str) -> int:
+        with self._lock:
+            count = self._hits[key]
+            self._hits[key] = count + 1
+        return count
+
+    def handle(self, request: Request) -> Result | Awaitable[Result]:
+        """The answer to one /_test/ request. Endpoints (all GET):
+
+        status/{code}                       that status (200..599) with a small HTML body
+        flaky/{key}?fail=N&status=503       `status` for the first N requests per key, then 200
+        retry-after/{key}?seconds=S&form=delta|date&status=429   once per key, then 200
+        redirect?to=URL&status=302          redirect anywhere (never followed by the site)
+        redirect-loop/{n}[?cycle=K]         302 to n+1 forever (or (n+1) % K)
+        redirect-chain/{n}                  n redirects, then 200
+        big?bytes=N&length=1|0              N streamed bytes, with/without Content-Length (chunked)
+        gzip-bomb?bytes=N                   gzip body inflating to N zero bytes (cached per N)
+        slow?seconds=S&bytes=B              headers at once, B body bytes in 10 pieces over S s
+        reset                               headers (Content-Length 10000), then TCP abort
+        cp1252 broken-html empty json headers   fixed bodies; headers echoes request headers
+        etag/{key}                          stable ETag/Last-Modified; honours both validators
+        """
+        name, _, arg = request.path.removeprefix("/_test/").partition("/")
+        static = _STATIC.get(name)
+        if static is not None and not arg:
+            return static
+        if name == "headers":
+            body = json.dumps(request.headers).encode()
+            return Response(200, [("Content-Type", "application/json")], body)
+        handlers = {
+            "status": self._status,
+            "flaky": self._flaky,
+            "retry-after": self._retry_after,
+            "redirect": self._redirect,
+            "redirect-loop": self._redirect_loop,
+            "redirect-chain": self._redirect_chain,
+            "big": self._big,
+            "slow": self._slow,
+            "reset": self._reset,
+            "etag": self._etag,
+        }
+        handler = handlers.get(name)
+        if handler is not None:
+            return handler(request, arg)
+        if name == "gzip-bomb":
+            return self._gzip_bomb(request)
+        return error_page(404, "No such test endpoint.")
+
+    def _status(self, request: Request, arg: str) -> Result:
+        code = int(arg) if arg.isdigit() else 0
+        if not 200 <= code <= 599:
+            return error_page(400, "status must be 200..599")
+        return error_page(code, f"Status {code} as requested.")
+
+    def _flaky(self, request: Request, arg: str) -> Result:
+        count = self._hit("flaky/" + arg)
+        if count < _int(request, "fail", 1):
+            return error_page(_int(request, "status", 503), f"Failure {count + 1} for {arg}.")
+        return _ok(f"flaky {arg} succeeded after {count} failures")
+
+    def _retry_after(self, request: Request, arg: str) -> Result:
+        if self._hit("retry-after/" + arg):
+            return _ok(f"retry-after {arg} succeeded")
+        seconds = _float(request, "seconds", 1.0)
+        date = request.query.get("form") == "date"
+        value = http_date(time.time() + seconds) if date else str(math.ceil(seconds))
+        return error_page(_int(request, "status", 429), "Slow down.", [("Retry-After", value)])
+
+    def _redirect(self, request: Request, arg: str) -> Result:
+        target = request.query.get("to")
+        if not target:
+            return error_page(400, "redirect needs ?to=URL")
+        status = _int(request, "status", 302)
+        return _redirect_to(target, status if status in (301, 302, 303, 307, 308) else 302)
+
+    def _redirect_loop(self, request: Request, arg: str) -> Result:
+        n = int(arg) if arg.isdigit() else 0
+        cycle = _int(request, "cycle", 0)
+        following = (n + 1) % cycle if cycle > 0 else n + 1
+        suffix = f"?cycle={cycle}" if cycle > 0 else ""
+        return _redirect_to(f"/_test/redirect-loop/{following}{suffix}")
+
+    def _redirect_chain(self, request: Request, arg: str) -> Result:
+        n = int(arg) if arg.isdigit() else 0
+        return _redirect_to(f"/_test/redirect-chain/{n - 1}") if n > 0 else _ok("end of chain")
+
+    def _big(self, request: Request, arg: str) -> Result:
+        size = max(0, _int(request, "bytes", 1024 * 1024))
+        length = size if request.query.get("length", "1") != "0" else None
+        return Streamed(200, [("Content-Type", HTML)], filler(size), length)
+
+    async def _gzip_bomb(self, request: Request) -> Result:
+        size = min(max(0, _int(request, "bytes", 100 * 1024 * 1024)), MAX_BOMB)
+        body = self._bombs.get(size)
+        if body is None:
+            body = await asyncio.get_running_loop().run_in_executor(None, _compress_zeros, size)
+            self._bombs[size] = body
+        headers = [("Content-Type", HTML), ("Content-Encoding", "gzip")]
+        return Response(200, headers, body)
+
+    def _slow(self, request: Request, arg: str) -> Result:
+        seconds = _float(request, "seconds", 1.0)
+        size = max(0, _int(request, "bytes", 2000))
+        body = (b"<html><body>" + b"s" * size)[:size]
+        return Streamed(200, [("Content-Type", HTML)], trickle(body, seconds), len(body))
+
+    def _reset(self, request: Request, arg: str) -> Result:
+        return Streamed(200, [("Content-Type", HTML)], once(b""), 10_000, abort=True)
+
+    def _etag(self, request: Request, arg: str) -> Result:
+        page = self._etags.get(arg)
+        if page is None:
+            text = f"<!DOCTYPE html>\n<html><body><p>etag resource {arg}</p></body></html>\n"
+            page = self._etags.setdefault(arg, Page.html(text))
+        return page_response(page, request)
