@@ -59,9 +59,10 @@ def parse_field_selector(source: str) -> FieldSelector:
         raise ValueError("an empty string is not a valid selector")
     if "::" not in text:
         return FieldSelector(source, check_css(text), "deep_text")
-    css, _, pseudo = text.rpartition("::")
+    # Leading whitespace is kept: ' ::text' is every text of the item itself, '::text' its own text.
+    css, _, pseudo = source.rstrip().rpartition("::")
     pseudo = "::" + pseudo
-    deep_space = css.endswith((" ", "\t"))
+    deep_space = css[-1:].isspace()
     css_part = css.strip() or None
     if css_part is not None and "::" in css_part:
         raise ValueError(f"{source!r} is not a valid selector: only one '::' pseudo-element is allowed")

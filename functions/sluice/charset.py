@@ -1,0 +1,78 @@
+"""Turning a response body into text the way a browser would: BOM, header, meta, then a guess."""
+
+from __future__ import annotations
+
+import codecs
+from functools import lru_cache
+
+from w3lib.encoding import (
+    html_body_declared_encoding,
+    http_content_type_encoding,
+    read_bom,
+    resolve_encoding,
+    to_unicode,
+)
+
+# Python codecs that resolve from a label but must never decode a web page.
+_UNSAFE = frozenset({"undefined", "unicode-escape", "raw-unicode-escape", "idna", "punycode", "charmap", "utf-7"})
+_WIDE = frozenset({"utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be", "utf-32-le"})
+# An HTML-compatible encoding decodes ASCII markup to itself.
+_PROBE = b'<!DOCTYPE html><meta charset="x"> &amp; \\ + - _ =:;/?#[]{}~ 0123456789 abcxyz ABCXYZ'
+
+
+def decode_html(body: bytes, content_type: str | None) -> tuple[str, str]:
+    """Decode ``body`` and return ``(text, encoding)``; never raises on bad bytes or bogus charsets.
+
+    Order: byte-order mark, Content-Type charset, ``<meta>`` in the first 4 KB, UTF-8 if the
+    body is valid UTF-8, else windows-1252. Undecodable bytes become U+FFFD.
+    """
+    bom_encoding, bom = read_bom(body)
+    if bom_encoding is not None and bom is not None:
+        return to_unicode(body[len(bom) :], bom_encoding), bom_encoding
+    header = _usable(http_content_type_encoding(content_type), wide_ok=True)
+    if header is not None and (text := _decode(body, header)) is not None:
+        return text, header
+    meta = html_body_declared_encoding(body)
+    if meta is not None:
+        # WHATWG: a meta that names UTF-16/32 was read as ASCII, so the page is really UTF-8.
+        declared = "utf-8" if meta in _WIDE else _usable(meta, wide_ok=False)
+        if declared is not None and (text := _decode(body, declared)) is not None:
+            return text, declared
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        text = decoder.decode(body, final=False)
+    except UnicodeDecodeError:
+        return body.decode("cp1252", "replace"), "cp1252"
+    # A body cut short (max_body_bytes) may end inside a character: that is still UTF-8.
+    return (text + "\ufffd" if decoder.getstate()[0] else text), "utf-8"
+
+
+@lru_cache(maxsize=256)
+def _usable(encoding: str | None, wide_ok: bool) -> str | None:
+    """``encoding``'s Python codec name if it is safe for HTML, else None."""
+    if encoding is None:
+        return None
+    name = resolve_encoding(encoding)
+    if name is None or name in _UNSAFE:
+        return None
+    info = codecs.lookup(name)
+    name = info.name
+    if name in ("utf-16", "utf-32"):  # WHATWG: the bare label means little-endian
+        return name + "-le" if wide_ok else None
+    if name in _WIDE:
+        return name if wide_ok else None
+    if not getattr(info, "_is_text_encoding", True):
+        return None
+    try:
+        if _PROBE.decode(name) != _PROBE.decode("ascii"):
+            return None
+    except (UnicodeError, LookupError):
+        return None
+    return name
+
+
+def _decode(body: bytes, encoding: str) -> str | None:
+    try:
+        return to_unicode(body, encoding)
+    except (UnicodeError, LookupError):
+        return None

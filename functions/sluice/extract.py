@@ -1,0 +1,284 @@
+"""Page extraction: parse once with lexbor, turn items into records and follow links into URLs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
+
+from sluice.processing import Pipeline
+from sluice.selectors import FieldSelector
+from sluice.spec import CrawlSpec
+from sluice.urls import Scope, canonicalize_url, resolve_link
+
+Getter = Callable[[LexborNode], "str | None"]
+_LINK_TAGS = frozenset({"a", "area", "link"})
+_CACHE_SIZE = 64
+# From this many items on, field selectors run once per page instead of once per item.
+_PAGE_WIDE_MIN_ITEMS = 10
+
+
+def content_hash(data: Mapping[str, Any]) -> str:
+    """sha256 of ``data`` as canonical JSON (sorted keys, UTF-8), hex, first 32 characters."""
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One extracted item: its key, its field values (None when missing) and where it was found."""
+
+    key: str
+    data: dict[str, Any]
+    page_url: str
+    position: int
+
+    @property
+    def content_hash(self) -> str:
+        """The hash of ``data`` that tells new, changed and unchanged records apart."""
+        return content_hash(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class PageExtraction:
+    """What one page yielded: records, in-scope links and the counts a run's health is judged by.
+
+    ``rejected`` counts, per required field, the items dropped for lacking it (an item lacking two
+    counts under both; ``items - len(records)`` is the number dropped). ``missing`` counts, per
+    field, the items where it was missing. ``out_of_scope`` counts distinct links left out.
+    """
+
+    records: list[Record]
+    links: list[str]
+    out_of_scope: int
+    items: int
+    rejected: dict[str, int]
+    missing: dict[str, int]
+    base_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    css: str | None
+    get: Getter
+    pipeline: Pipeline
+    required: bool
+    many: bool
+
+
+def _own_text(node: LexborNode) -> str | None:
+    return node.text(deep=False)
+
+
+def _deep_text(node: LexborNode) -> str | None:
+    return node.text(deep=True)
+
+
+def _outer_html(node: LexborNode) -> str | None:
+    return node.html
+
+
+def _attribute(name: str) -> Getter:
+    lower = name.lower()
+
+    def get(node: LexborNode) -> str | None:
+        value = node.attrs.get(name)
+        return node.attrs.get(lower) if value is None and lower != name else value
+
+    return get
+
+
+def _getter(selector: FieldSelector) -> Getter:
+    if selector.pick == "attr" and selector.attr is not None:
+        return _attribute(selector.attr)
+    return {"text": _own_text, "html": _outer_html}.get(selector.pick, _deep_text)
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value != "" and value != []
+
+
+def _key_part(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+class Extractor:
+    """A spec compiled for extraction: selectors, steps, regexes and scope prepared once."""
+
+    __slots__ = ("_fields", "_follow", "_item", "_key", "_nested_css", "_pages", "_scope", "_singles")
+
+    def __init__(self, spec: CrawlSpec) -> None:
+        extract = spec.extract
+        self._item = extract.item
+        # Matches an item inside another item.
+        self._nested_css = f":is({extract.item}) :is({extract.item})" if extract.item is not None else None
+        self._pages = re.compile(extract.pages) if extract.pages is not None else None
+        self._key = tuple(extract.key or ())
+        self._fields = tuple(
+            _Field(name, f.selector.css, _getter(f.selector), Pipeline(f.process), f.required, f.many)
+            for name, f in extract.fields.items()
+        )
+        # Distinct single-element selectors: fields sharing one ("h3 a") run it once per item.
+        self._singles = tuple(dict.fromkeys(f.css for f in self._fields if not f.many and f.css is not None))
+        self._follow = tuple(spec.follow.selectors)
+        self._scope = Scope.from_spec(spec)
+
+    def extract(self, page_url: str, html: str) -> PageExtraction:
+        """Extract records and links from one page; broken or empty HTML yields what it can."""
+        tree = LexborHTMLParser(html)
+        base_url = _base_url(tree, page_url)
+        links, out_of_scope = self._links(tree, base_url)
+        rejected = {f.name: 0 for f in self._fields if f.required}
+        missing = {f.name: 0 for f in self._fields}
+        if self._pages is not None and self._pages.search(page_url) is None:
+            return PageExtraction([], links, out_of_scope, 0, rejected, missing, base_url)
+        items = self._items(tree)
+        records: list[Record] = []
+        page_key = ""
+        for position, (item, found) in enumerate(zip(items, self._first_matches(tree, items), strict=True)):
+            data = self._fields_of(item, found, base_url)
+            keep = True
+            for field in self._fields:
+                if data[field.name] is None:
+                    missing[field.name] += 1
+                    if field.required:
+                        rejected[field.name] += 1
+                        keep = False
+            if not keep:
+                continue
+            key = self._record_key(data)
+            if key is None:
+                page_key = page_key or _page_key(page_url)
+                key = f"{page_key}#{position}"
+            records.append(Record(key, data, page_url, position))
+        return PageExtraction(records, links, out_of_scope, len(items), rejected, missing, base_url)
+
+    def _items(self, tree: LexborHTMLParser) -> list[LexborNode]:
+        """The nodes ``extract.item`` matches; without one, the document element is the only item."""
+        if self._item is not None:
+            return tree.css(self._item)
+        return [tree.root] if tree.root is not None else []
+
+    def _first_matches(self, tree: LexborHTMLParser, items: list[LexborNode]) -> list[dict[str, LexborNode | None]]:
+        """Per item, the first node each single-element selector matches in it (or the item itself).
+
+        With many items, each selector runs once over the page and its matches go to the item
+        that contains them, which is cheaper than a query per item; nested items query per item.
+        """
+        if len(items) < _PAGE_WIDE_MIN_ITEMS or not self._singles or self._nested(tree):
+            return [{css: item.css_first(css) for css in self._singles} for item in items]
+        index = {item.mem_id: position for position, item in enumerate(items)}
+        found: list[dict[str, LexborNode | None]] = [dict.fromkeys(self._singles) for _ in items]
+        for css in self._singles:
+            for node in tree.css(css):
+                owner: LexborNode | None = node
+                while owner is not None:
+                    position = index.get(owner.mem_id)
+                    if position is not None:
+                        if found[position][css] is None:
+                            found[position][css] = node
+                        break
+                    owner = owner.parent
+        return found
+
+    def _nested(self, tree: LexborHTMLParser) -> bool:
+        """True if an item contains another (or that cannot be told)."""
+        if self._nested_css is None:
+            return True
+        try:
+            return tree.css_first(self._nested_css) is not None
+        except SelectolaxError:
+            return True
+
+    def _fields_of(self, item: LexborNode, found: dict[str, LexborNode | None], base_url: str) -> dict[str, Any]:
+        """Every field's processed value for one item, None where missing."""
+        data: dict[str, Any] = {}
+        for field in self._fields:
+            if field.many:
+                nodes = item.css(field.css) if field.css is not None else [item]
+                values = [field.pipeline(raw, base_url) for raw in map(field.get, nodes) if raw is not None]
+                value: Any = [v for v in values if _present(v)] or None
+            else:
+                node = found[field.css] if field.css is not None else item
+                raw = field.get(node) if node is not None else None
+                value = field.pipeline(raw, base_url) if raw is not None else None
+                if value == "":
+                    value = None
+            data[field.name] = value
+        return data
+
+    def _record_key(self, data: dict[str, Any]) -> str | None:
+        """The key from ``extract.key`` fields, else the ``url`` field; None when neither is there."""
+        if self._key:
+            parts = [data[name] for name in self._key]
+            if all(_present(p) for p in parts):
+                return "|".join(_key_part(p) for p in parts)
+        url = data.get("url")
+        return url if isinstance(url, str) and url else None
+
+    def _links(self, tree: LexborHTMLParser, base_url: str) -> tuple[list[str], int]:
+        """Canonical in-scope links from the follow selectors, in page order, and the out-of-scope count."""
+        links: list[str] = []
+        seen: set[str] = set()
+        out_of_scope = 0
+        for css in self._follow:
+            for node in tree.css(css):
+                anchors = [node] if node.tag in _LINK_TAGS else node.css("a[href], area[href]")
+                for anchor in anchors:
+                    url = resolve_link(anchor.attrs.get("href"), base_url)
+                    if url is None:
+                        continue
+                    try:
+                        url = canonicalize_url(url)
+                    except ValueError:
+                        continue
+                    if url in seen:
+                        continue
+                    seen.add(url)
+                    if self._scope.allows(url):
+                        links.append(url)
+                    else:
+                        out_of_scope += 1
+        return links, out_of_scope
+
+
+def _base_url(tree: LexborHTMLParser, page_url: str) -> str:
+    """The document's base URL: its first ``<base href>`` resolved against ``page_url``, else ``page_url``."""
+    for base in tree.tags("base"):
+        href = base.attrs.get("href")
+        if href is not None:
+            return resolve_link(href, page_url) or page_url
+    return page_url
+
+
+def _page_key(page_url: str) -> str:
+    try:
+        return canonicalize_url(page_url)
+    except ValueError:
+        return page_url
+
+
+_extractors: dict[int, tuple[CrawlSpec, Extractor]] = {}
+
+
+def extractor_for(spec: CrawlSpec) -> Extractor:
+    """The compiled :class:`Extractor` for ``spec``, built once per spec object."""
+    cached = _extractors.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    extractor = Extractor(spec)
+    if len(_extractors) >= _CACHE_SIZE:
+        _extractors.pop(next(iter(_extractors)), None)
+    _extractors[id(spec)] = (spec, extractor)
+    return extractor
+
+
+def extract_page(spec: CrawlSpec, page_url: str, html: str) -> PageExtraction:
+    """Records and follow links of one page of ``spec``'s crawl; never raises for broken HTML."""
+    return extractor_for(spec).extract(page_url, html)

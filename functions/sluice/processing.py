@@ -1,0 +1,168 @@
+"""A field's ``process`` steps: small functions from a value to a value, None meaning "missing"."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from sluice.spec import ProcessStep, RegexStep, ReplaceStep
+from sluice.urls import resolve_link
+
+StepFn = Callable[[Any, str], Any]
+"""One compiled step: ``(value, base_url) -> value``, None when the value is missing."""
+
+# First decimal number; a sign only counts where it does not end a word ("page-3" is 3).
+_NUMBER = re.compile(r"(?:(?<!\w)([-+\u2212]))?(\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|\.\d+)")
+# First amount: digit groups split by thousands separators, then an optional decimal part.
+_PRICE = re.compile(r"\d{1,3}(?:[ \u00a0\u202f'.,]\d{3})+(?:[.,]\d+)?(?!\d)|\d+(?:[.,]\d+)?")
+# Needs no separator analysis: no thousands groups, and a decimal part that cannot be one.
+_PLAIN_DECIMAL = re.compile(r"\d+(?:\.(?:\d{1,2}|\d{4,}))?")
+_SEPARATOR = re.compile(r"[ \u00a0\u202f'.,]")
+_SEPARATORS = frozenset(" \u00a0\u202f'.,")
+
+
+def parse_number(text: str) -> float | None:
+    """The first decimal number in ``text`` (``'1,234.50'`` -> 1234.5, ``'-3'`` -> -3.0), else None."""
+    match = _NUMBER.search(text)
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    number = float(digits.replace(",", ""))
+    return -number if sign in ("-", "\u2212") else number
+
+
+def parse_price(text: str) -> float | None:
+    """The first amount in ``text``, currency and thousands separators ignored, else None.
+
+    ``'£51.77'`` -> 51.77, ``'$1,299.00'`` and ``'1.299,00 €'`` -> 1299.0. A lone separator followed
+    by exactly three digits is a thousands separator (``'1.299'`` -> 1299.0) unless the number
+    starts with ``0`` or a group longer than three digits.
+    """
+    match = _PRICE.search(text)
+    if match is None:
+        return None
+    token = match.group()
+    if _PLAIN_DECIMAL.fullmatch(token):
+        return float(token)
+    seps = [c for c in token if c in _SEPARATORS]
+    if not seps:
+        return float(token)
+    last = seps[-1]
+    decimal: str | None = None
+    if last in ".," and seps.count(last) == 1:
+        head, _, tail = token.rpartition(last)
+        lead = _SEPARATOR.split(head, maxsplit=1)[0]
+        if len(tail) != 3 or len(set(seps)) > 1 or lead == "0" or len(lead) > 3:
+            decimal = last
+    if decimal is None:
+        return float("".join(c for c in token if c not in _SEPARATORS))
+    head, _, tail = token.rpartition(decimal)
+    return float("".join(c for c in head if c not in _SEPARATORS) + "." + tail)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _strip(value: Any, base_url: str) -> Any:
+    return _text(value).strip()
+
+
+def _lower(value: Any, base_url: str) -> Any:
+    return _text(value).lower()
+
+
+def _collapse_whitespace(value: Any, base_url: str) -> Any:
+    return " ".join(_text(value).split())
+
+
+def _number(value: Any, base_url: str) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return parse_number(_text(value))
+
+
+def _int(value: Any, base_url: str) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    number = value if isinstance(value, float) else parse_number(_text(value))
+    return int(number) if number is not None and math.isfinite(number) else None
+
+
+def _price(value: Any, base_url: str) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return parse_price(_text(value))
+
+
+def _absolute_url(value: Any, base_url: str) -> Any:
+    return resolve_link(_text(value), base_url)
+
+
+_NAMED: dict[str, StepFn] = {
+    "strip": _strip,
+    "lower": _lower,
+    "collapse_whitespace": _collapse_whitespace,
+    "number": _number,
+    "int": _int,
+    "price": _price,
+    "absolute_url": _absolute_url,
+}
+
+
+@lru_cache(maxsize=1024)
+def compiled_regex(pattern: str) -> re.Pattern[str]:
+    """``re.compile(pattern)``, once per pattern."""
+    return re.compile(pattern)
+
+
+def _regex_step(pattern: str) -> StepFn:
+    compiled = compiled_regex(pattern)
+    group = 1 if compiled.groups else 0
+
+    def step(value: Any, base_url: str) -> Any:
+        match = compiled.search(_text(value))
+        return match.group(group) if match is not None else None
+
+    return step
+
+
+def _replace_step(old: str, new: str) -> StepFn:
+    def step(value: Any, base_url: str) -> Any:
+        text = _text(value)
+        return text.replace(old, new) if old else text
+
+    return step
+
+
+def compile_step(step: ProcessStep) -> StepFn:
+    """The function for one step: a name, ``{regex: PATTERN}`` or ``{replace: [OLD, NEW]}``."""
+    if isinstance(step, RegexStep):
+        return _regex_step(step.regex)
+    if isinstance(step, ReplaceStep):
+        return _replace_step(*step.replace)
+    return _NAMED[step]
+
+
+class Pipeline:
+    """A field's steps compiled once; calling it runs them in order and stops at the first None."""
+
+    __slots__ = ("_steps",)
+
+    def __init__(self, steps: Sequence[ProcessStep]) -> None:
+        self._steps: tuple[StepFn, ...] = tuple(compile_step(s) for s in steps)
+
+    def __call__(self, value: Any, base_url: str = "") -> Any:
+        for step in self._steps:
+            value = step(value, base_url)
+            if value is None:
+                return None
+        return value
+
+
+def process_value(value: str, steps: Sequence[ProcessStep], base_url: str = "") -> Any:
+    """Apply ``steps`` to ``value`` (resolving ``absolute_url`` against ``base_url``); None if missing."""
+    return Pipeline(steps)(value, base_url)

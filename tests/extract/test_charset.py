@@ -1,0 +1,108 @@
+"""Decoding response bodies: header, BOM, meta, UTF-8, windows-1252, and bogus charsets."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from sluice.charset import decode_html
+
+CP1252_PAGE = (
+    "<!DOCTYPE html>\n<html><head>\n"
+    '<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">\n'
+    "<title>Café €</title></head><body>\n"
+    '<article class="product_pod"><h3><a href="#" title="Café crème à 5 €">Café</a></h3>'
+    '<p class="description">It’s a naïve café – “quoted”.</p></article>\n'
+    "</body></html>\n"
+)
+
+
+def test_windows_1252_declared_only_in_meta() -> None:
+    text, encoding = decode_html(CP1252_PAGE.encode("cp1252"), "text/html")
+    assert encoding == "cp1252"
+    assert text == CP1252_PAGE
+    assert all(c in text for c in "é€’")
+
+
+def test_meta_charset_attribute() -> None:
+    body = '<html><head><meta charset="windows-1252"></head><body>é€’</body></html>'.encode("cp1252")
+    text, encoding = decode_html(body, None)
+    assert (encoding, "é€’" in text) == ("cp1252", True)
+
+
+def test_header_charset_wins_over_meta() -> None:
+    body = '<meta charset="windows-1252"><p>é€’</p>'.encode()
+    assert decode_html(body, "text/html; charset=UTF-8") == ('<meta charset="windows-1252"><p>é€’</p>', "utf-8")
+
+
+def test_bom_wins_over_header() -> None:
+    body = codecs.BOM_UTF8 + "<p>é€’</p>".encode()
+    assert decode_html(body, "text/html; charset=iso-8859-1") == ("<p>é€’</p>", "utf-8")
+
+
+def test_utf16_bom() -> None:
+    body = codecs.BOM_UTF16_LE + "<p>é€’</p>".encode("utf-16-le")
+    assert decode_html(body, None) == ("<p>é€’</p>", "utf-16-le")
+
+
+def test_undeclared_utf8() -> None:
+    assert decode_html("<p>é€’</p>".encode(), None) == ("<p>é€’</p>", "utf-8")
+
+
+def test_undeclared_non_utf8_falls_back_to_windows_1252() -> None:
+    assert decode_html("<p>Café € – it’s</p>".encode("cp1252"), None) == ("<p>Café € – it’s</p>", "cp1252")
+
+
+def test_undeclared_bytes_that_happen_to_be_utf8_stay_utf8() -> None:
+    # cp1252 'é€’' is E9 80 92, which is also valid UTF-8 ('递'): valid UTF-8 is taken as UTF-8.
+    assert decode_html("é€’".encode("cp1252"), None) == ("递", "utf-8")
+
+
+def test_utf8_cut_inside_a_character_stays_utf8() -> None:
+    text, encoding = decode_html("<p>café €".encode()[:-1], None)
+    assert (text, encoding) == ("<p>café \ufffd", "utf-8")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/html; charset=bogus",
+        "text/html; charset=base64",
+        "text/html; charset=rot13",
+        "text/html; charset=undefined",
+        "text/html; charset=unicode_escape",
+        "text/html; charset=idna",
+        "text/html; charset=utf-7",
+        "text/html; charset=cp037",
+        "text/html; charset=",
+        "text/html; charset",
+        "",
+        None,
+    ],
+)
+def test_bogus_header_charset_falls_back(content_type: str | None) -> None:
+    body = "<p>café \\u00e9 +ADw-</p>".encode()
+    assert decode_html(body, content_type) == ("<p>café \\u00e9 +ADw-</p>", "utf-8")
+
+
+def test_bogus_header_charset_falls_back_to_meta() -> None:
+    body = '<meta charset="windows-1252"><p>é€’</p>'.encode("cp1252")
+    assert decode_html(body, "text/html; charset=no-such-thing") == (
+        '<meta charset="windows-1252"><p>é€’</p>',
+        "cp1252",
+    )
+
+
+def test_meta_naming_utf16_means_utf8() -> None:
+    body = '<meta charset="utf-16"><p>é</p>'.encode()
+    assert decode_html(body, None) == ('<meta charset="utf-16"><p>é</p>', "utf-8")
+
+
+def test_bad_bytes_never_raise() -> None:
+    text, encoding = decode_html(b"<p>\xff\xfe\x00 \xc3(</p>", "text/html; charset=utf-8")
+    assert (text, encoding) == ("<p>\ufffd\ufffd\x00 \ufffd(</p>", "utf-8")
+
+
+def test_empty_body() -> None:
+    assert decode_html(b"", None) == ("", "utf-8")

@@ -1,0 +1,98 @@
+"""Each ``process`` step on its own, and steps in sequence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sluice.processing import Pipeline, compiled_regex, parse_number, parse_price, process_value
+from sluice.spec import ExtractField, ProcessStep, RegexStep, ReplaceStep
+
+BASE = "https://books.toscrape.com/catalogue/page-1.html"
+
+
+def steps(*raw: Any) -> list[ProcessStep]:
+    """Steps validated exactly as a spec validates them."""
+    return ExtractField.model_validate({"selector": "p", "process": list(raw)}).process
+
+
+@pytest.mark.parametrize(
+    ("value", "raw_steps", "expected"),
+    [
+        ("  In stock \n", ["strip"], "In stock"),
+        ("In STOCK", ["lower"], "in stock"),
+        ("\n    In\n\n   stock (22\u00a0available)\n", ["collapse_whitespace"], "In stock (22 available)"),
+        ("In stock (22 available)", ["number"], 22.0),
+        ("In stock (22 available)", ["int"], 22),
+        ("1,234.50", ["number"], 1234.5),
+        ("-3", ["number"], -3.0),
+        ("\u22122.5 \u00b0C", ["number"], -2.5),
+        ("page-3", ["number"], 3.0),
+        (".5 stars", ["number"], 0.5),
+        ("3.9", ["int"], 3),
+        ("no digits", ["number"], None),
+        ("no digits", ["int"], None),
+        ("star-rating Three", [{"regex": r"star-rating (\w+)"}], "Three"),
+        ("star-rating Three", [{"regex": r"\w+$"}], "Three"),
+        ("star-rating", [{"regex": r"star-rating (\w+)"}], None),
+        ("£51.77", [{"replace": ["£", "GBP "]}], "GBP 51.77"),
+        ("£51.77", [{"replace": ["", "x"]}], "£51.77"),
+        ("../../../a-light_1000/index.html", ["absolute_url"], "https://books.toscrape.com/a-light_1000/index.html"),
+        ("javascript:void(0)", ["absolute_url"], None),
+        ("  In stock (22 available) ", ["strip", "lower", {"regex": r"\((\d+)"}, "int"], 22),
+        ("Price: £1,299.00", ["price", "int"], 1299),
+        ("", ["strip"], ""),
+    ],
+)
+def test_steps(value: str, raw_steps: list[Any], expected: Any) -> None:
+    assert process_value(value, steps(*raw_steps), BASE) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "price"),
+    [
+        ("£51.77", 51.77),
+        ("$1,299.00", 1299.0),
+        ("1.299,00 €", 1299.0),
+        ("1 299,00 €", 1299.0),
+        ("1\u00a0299,00\u00a0€", 1299.0),
+        ("CHF 1'299.50", 1299.5),
+        ("€12,50", 12.5),
+        ("£1,299", 1299.0),
+        ("1.299 €", 1299.0),
+        ("$0.299", 0.299),
+        ("£12,345,678.90", 12345678.9),
+        ("Â£51.77", 51.77),
+        ("  £ 7  ", 7.0),
+        ("£thirty", None),
+        ("", None),
+    ],
+)
+def test_price(text: str, price: float | None) -> None:
+    assert parse_price(text) == price
+    assert process_value(text, steps("strip", "price")) == price
+
+
+@pytest.mark.parametrize(("text", "number"), [("1,234.50", 1234.5), ("-3", -3.0), ("x", None), ("1,23", 1.0)])
+def test_parse_number(text: str, number: float | None) -> None:
+    assert parse_number(text) == number
+
+
+def test_none_stops_the_pipeline() -> None:
+    # Without the stop, the replace step would turn the missing value into the string "None".
+    pipeline = Pipeline([RegexStep(regex=r"(\d+)"), ReplaceStep(replace=("1", "2"))])
+    assert pipeline("none here") is None
+    assert pipeline("a 1 b") == "2"
+
+
+def test_string_steps_accept_numbers() -> None:
+    assert process_value("£5.00", steps("price", "strip")) == "5.0"
+
+
+def test_regexes_compiled_once() -> None:
+    pattern = r"only-(\d+)-once"
+    compiled_regex.cache_clear()
+    pipelines = [Pipeline(steps({"regex": pattern})) for _ in range(5)]
+    assert [p("only-7-once") for p in pipelines] == ["7"] * 5
+    assert compiled_regex.cache_info().misses == 1
