@@ -1,0 +1,325 @@
+"""PageFetcher: polite, safe, bounded HTTP fetching that turns every page into a typed outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+
+import httpx
+
+from sluice.spec import Politeness
+
+from .body import ACCEPT_ENCODING, read_capped
+from .errors import DeferredFetchError, PermanentFetchError, RetryableFetchError, SkipFetch, translate
+from .outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
+from .politeness import DomainGate
+from .retry import RetryRules, parse_retry_after
+from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse
+from .safety import AddressGuard, origin_key
+from .transport import default_transport
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+@dataclass
+class FetchStats:
+    """Counters for tests and benchmarks."""
+
+    requests: int = 0
+    """HTTP requests sent, robots.txt and redirect hops included."""
+    retries: int = 0
+    redirects: int = 0
+    robots_fetches: int = 0
+    bytes_raw: int = 0
+    """Body bytes as received (still compressed)."""
+    bytes_body: int = 0
+    """Body bytes after content decoding."""
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    final_url: str
+    status: int
+    headers: Mapping[str, str]
+    """Lower-cased names; a repeated header keeps its last value."""
+    body: bytes
+
+
+class _NoCookies(httpx.Cookies):
+    """A jar that never stores anything (and skips httpx's costly Set-Cookie parsing)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        """Ignore Set-Cookie: every page is fetched statelessly."""
+
+
+class _StatelessClient(httpx.AsyncClient):
+    """An AsyncClient without a cookie jar: cookie handling was ~11% of the client's CPU per page."""
+
+    _jar = _NoCookies()
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        """Always the empty, non-storing jar."""
+        return self._jar
+
+    @cookies.setter
+    def cookies(self, cookies: object) -> None:
+        """Cookies cannot be set."""
+
+
+class PageFetcher:
+    """Fetches pages per a spec's :class:`Politeness`; see the module docstring for measurements.
+
+    The fetcher owns its transport (closed by :meth:`aclose`) and keeps no cookies.
+    """
+
+    def __init__(
+        self,
+        politeness: Politeness,
+        *,
+        allow_loopback: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+        guard: AddressGuard | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.politeness = politeness
+        self.guard = guard if guard is not None else AddressGuard(allow_loopback)
+        self.rules = RetryRules.from_policy(politeness.retry)
+        self.gate = DomainGate(politeness.concurrency, politeness.concurrency_per_domain, politeness.min_delay_seconds)
+        self.robots = RobotsCache(self._load_robots)
+        self.stats = FetchStats()
+        self._accepted = frozenset(t.strip().lower() for t in politeness.content_types)
+        self._transport = transport
+        self._rng = rng or random.Random()  # noqa: S311 - jitter only
+        self._client: httpx.AsyncClient | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> PageFetcher:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool; the fetcher cannot be used afterwards."""
+        self._closed = True
+        if self._client is not None:
+            await self._client.aclose()
+        elif self._transport is not None:
+            await self._transport.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            if self._closed:
+                raise RuntimeError("PageFetcher is closed")
+            n = self.politeness.concurrency
+            limits = httpx.Limits(max_connections=n, max_keepalive_connections=n, keepalive_expiry=30.0)
+            self._client = _StatelessClient(
+                transport=self._transport or default_transport(limits, self.guard),
+                timeout=httpx.Timeout(self.politeness.timeout_seconds),
+                headers={"User-Agent": self.politeness.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
+                follow_redirects=False,
+                trust_env=False,
+            )
+        return self._client
+
+    async def fetch(
+        self,
+        url: str,
+        validators: Validators | None = None,
+        *,
+        max_attempts: int | None = None,
+        retry_sleep_cap: float | None = None,
+    ) -> FetchOutcome:
+        """Fetch one page; failures are outcomes, never exceptions.
+
+        ``max_attempts`` overrides ``retry.times + 1``; a wait longer than ``retry_sleep_cap``
+        is not slept but returned as ``Failed(retryable=True, retry_after_s=wait)``.
+        """
+        started = time.monotonic()
+        got = await self._with_retries(url, validators, False, max_attempts, retry_sleep_cap)
+        if isinstance(got, Failed | Skipped):
+            return got
+        answer, attempts = got
+        elapsed = time.monotonic() - started
+        if answer.status == 304:
+            fresh = Validators.from_headers(answer.headers).or_else(validators)
+            return NotModified(url, answer.final_url, fresh, attempts, elapsed)
+        if not 200 <= answer.status < 300:
+            return Failed(url, f"http {answer.status}", False, answer.status, None, attempts)
+        content_type = answer.headers.get("content-type") or "text/html"
+        fresh = Validators.from_headers(answer.headers)
+        return Fetched(url, answer.final_url, answer.status, content_type, answer.body, fresh, attempts, elapsed)
+
+    async def fetch_many(
+        self,
+        requests: Iterable[tuple[str, Validators | None]],
+        *,
+        max_attempts: int | None = None,
+        retry_sleep_cap: float | None = None,
+    ) -> AsyncIterator[FetchOutcome]:
+        """Yield outcomes as they complete, with at most ``concurrency`` fetches under way."""
+        source = iter(requests)
+        pending: set[asyncio.Task[FetchOutcome]] = set()
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(pending) < self.politeness.concurrency:
+                    item = next(source, None)
+                    if item is None:
+                        exhausted = True
+                        break
+                    url, validators = item
+                    pending.add(
+                        asyncio.create_task(
+                            self.fetch(url, validators, max_attempts=max_attempts, retry_sleep_cap=retry_sleep_cap)
+                        )
+                    )
+                if not pending:
+                    return
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    yield task.result()
+        finally:
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _with_retries(
+        self,
+        url: str,
+        validators: Validators | None,
+        robots_mode: bool,
+        max_attempts: int | None,
+        sleep_cap: float | None,
+    ) -> tuple[_Answer, int] | Failed | Skipped:
+        rules = self.rules
+        limit = max(1, max_attempts if max_attempts is not None else rules.times + 1)
+        after_cap = rules.retry_after_max_s if sleep_cap is None else min(rules.retry_after_max_s, sleep_cap)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._attempt(url, validators, robots_mode), attempt
+            except SkipFetch as exc:
+                return Skipped(url, exc.reason)
+            except PermanentFetchError as exc:
+                return Failed(url, exc.reason, False, exc.status, None, attempt)
+            except DeferredFetchError as exc:
+                return Failed(url, exc.reason, True, exc.status, exc.retry_after_s, attempt)
+            except RetryableFetchError as exc:
+                error = exc
+            if attempt >= limit:
+                return Failed(url, error.reason, True, error.status, error.retry_after_s, attempt)
+            if error.retry_after_s is not None:
+                wait = error.retry_after_s
+                if wait > after_cap:
+                    why = f"{error.reason} (Retry-After {wait:g}s over the {after_cap:g}s cap)"
+                    return Failed(url, why, True, error.status, wait, attempt)
+            else:
+                wait = rules.delay(attempt - 1, self._rng)
+                if sleep_cap is not None and wait > sleep_cap:
+                    return Failed(url, error.reason, True, error.status, wait, attempt)
+            self.stats.retries += 1
+            await asyncio.sleep(wait)
+
+    async def _attempt(self, url: str, validators: Validators | None, robots_mode: bool) -> _Answer:
+        """One attempt: every redirect hop is address-checked, robots-checked and gated."""
+        try:
+            target = httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            raise PermanentFetchError("invalid URL") from exc
+        headers = validators.request_headers() if validators is not None and not robots_mode else {}
+        agent = self.politeness.user_agent
+        for hop in range(self.politeness.max_redirects + 1):
+            refusal = await self.guard.check(target)
+            if refusal is not None:
+                raise SkipFetch(refusal if hop == 0 else f"redirect to {target} refused: {refusal}")
+            delay = None
+            if self.politeness.obey_robots and not robots_mode:
+                refusal = await self.robots.check(str(target), agent)
+                if refusal is not None:
+                    raise SkipFetch(refusal if hop == 0 else f"redirect to {target}: {refusal}")
+                delay = self.robots.crawl_delay(str(target), agent)
+            async with self.gate.slot(origin_key(target), delay):
+                result = await self._exchange(target, headers, robots_mode)
+            if isinstance(result, _Answer):
+                return result
+            self.stats.redirects += 1
+            target = result
+        raise PermanentFetchError(f"too many redirects ({self.politeness.max_redirects + 1})")
+
+    async def _exchange(self, target: httpx.URL, headers: dict[str, str], robots_mode: bool) -> _Answer | httpx.URL:
+        """Send one request; returns the answer, or the next URL of a redirect."""
+        client = self._http()
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            async with asyncio.timeout(self.politeness.timeout_seconds):
+                response = await client.send(client.build_request("GET", target, headers=headers), stream=True)
+                try:
+                    return await self._read(target, response, robots_mode)
+                finally:
+                    await response.aclose()
+        except TimeoutError as exc:
+            raise RetryableFetchError("timeout") from exc
+        except httpx.HTTPError as exc:
+            raise translate(exc) from exc
+        finally:
+            stats.in_flight -= 1
+
+    async def _read(self, target: httpx.URL, response: httpx.Response, robots_mode: bool) -> _Answer | httpx.URL:
+        status = response.status_code
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers.raw}
+        location = headers.get("location")
+        if status in _REDIRECTS and location:
+            try:
+                return target.join(location)
+            except httpx.InvalidURL as exc:
+                raise PermanentFetchError("bad redirect location") from exc
+        if self.rules.should_retry(status):
+            after = parse_retry_after(headers.get("retry-after"), time.time())
+            raise RetryableFetchError(f"http {status}", status=status, retry_after_s=after)
+        if not 200 <= status < 300:
+            return _Answer(str(target), status, headers, b"")
+        cap = ROBOTS_MAX_BYTES if robots_mode else self.politeness.max_body_bytes
+        if not robots_mode:
+            self._gate_content(headers)
+            length = headers.get("content-length", "")
+            if length.isdigit() and int(length) > cap:
+                raise PermanentFetchError(f"body over {cap} bytes")
+        body = await read_capped(
+            response, headers.get("content-encoding", ""), cap, truncate=robots_mode, on_raw=self._count_raw
+        )
+        self.stats.bytes_body += len(body)
+        return _Answer(str(target), status, headers, body)
+
+    def _count_raw(self, size: int) -> None:
+        self.stats.bytes_raw += size
+
+    def _gate_content(self, headers: Mapping[str, str]) -> None:
+        media = (headers.get("content-type") or "text/html").split(";", 1)[0].strip().lower() or "text/html"
+        if media in self._accepted or f"{media.split('/', 1)[0]}/*" in self._accepted or "*/*" in self._accepted:
+            return
+        raise SkipFetch(f"content-type {media} not accepted")
+
+    async def _load_robots(self, url: str) -> RobotsResponse:
+        self.stats.robots_fetches += 1
+        got = await self._with_retries(url, None, True, None, None)
+        if isinstance(got, Skipped):
+            return RobotsResponse(None, error=got.reason, permanent=True)
+        if isinstance(got, Failed):
+            return RobotsResponse(None, error=got.reason, permanent=not got.retryable)
+        answer, _ = got
+        return RobotsResponse(answer.status, answer.body)
