@@ -9,10 +9,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from sluice.aws.ledger import RunInFlight
 from sluice.spec import SpecError, load_spec
 
 DEMO_PORT = 8710
-DEMO_SPEC = Path("crawls/demo.yaml")
+DEMO_SPEC = Path("crawls/demo-books.yaml")
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -67,6 +68,31 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if summary["records"] else 1
 
 
+def _run(args: argparse.Namespace) -> int:
+    from sluice.local.report import as_json, as_text, progress_bar
+    from sluice.local.runner import LocalRunner
+    from sluice.messages import MalformedMessage
+
+    try:
+        spec = load_spec(args.spec)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    path = Path(args.spec)
+    if path.stem != spec.name:
+        print(f"{path}: the file must be named after its crawl: {spec.name}{path.suffix}", file=sys.stderr)
+        return 2
+    runner = LocalRunner(path.parent, Path(args.state), workers=args.workers, allow_loopback=args.allow_loopback)
+    try:
+        with progress_bar(spec.name, enabled=not args.json) as show:
+            run = runner.run(spec, progress=show)
+    except (RunInFlight, MalformedMessage) as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(as_json(run), indent=2) if args.json else as_text(run))
+    return 0 if run.summary["verdict"]["healthy"] else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -85,6 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
     crawl.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     crawl.set_defaults(run=_crawl)
+
+    run = commands.add_parser("run", help="run a crawl through the real handlers on embedded AWS (moto)")
+    run.add_argument("spec", metavar="SPEC")
+    run.add_argument("--state", default=".sluice", help="folder that keeps tables and objects between runs")
+    run.add_argument("--workers", type=int, default=4, help="concurrent fetcher invocations (default 4)")
+    run.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
+    run.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    run.set_defaults(run=_run)
 
     demo = commands.add_parser("demo", help="start the demo site and crawl it end to end")
     demo.add_argument("--spec", default=str(DEMO_SPEC))
