@@ -1,0 +1,48 @@
+"""Metric names, units and dimensions: one module, imported by the code that emits and the alarms that watch."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+NAMESPACE = "Sluice"
+CRAWL_DIMENSION = "crawl"
+
+
+class Unit(StrEnum):
+    """The CloudWatch units Sluice uses (the strings CloudWatch and Powertools both accept)."""
+
+    COUNT = "Count"
+    NONE = "None"
+    PERCENT = "Percent"
+    SECONDS = "Seconds"
+
+
+class RunMetric(StrEnum):
+    """Emitted once per finished run by the finalizer, with the crawl as the only dimension."""
+
+    RECORDS_PER_RUN = "RecordsPerRun"
+    RECORD_COUNT_RATIO = "RecordCountRatio"
+    ERROR_RATE = "ErrorRate"
+    RUN_HEALTHY = "RunHealthy"
+    PAGES_FETCHED = "PagesFetched"
+    PAGES_NOT_MODIFIED = "PagesNotModified"
+    PAGES_FAILED = "PagesFailed"
+    PAGES_SKIPPED = "PagesSkipped"
+    RECORDS_NEW = "RecordsNew"
+    RECORDS_CHANGED = "RecordsChanged"
+    RUN_DURATION = "RunDuration"
+
+
+UNITS: dict[RunMetric, Unit] = {
+    RunMetric.RECORDS_PER_RUN: Unit.COUNT,
+    RunMetric.RECORD_COUNT_RATIO: Unit.NONE,
+    RunMetric.ERROR_RATE: Unit.NONE,
+    RunMetric.RUN_HEALTHY: Unit.NONE,
+    RunMetric.PAGES_FETCHED: Unit.COUNT,
+    RunMetric.PAGES_NOT_MODIFIED: Unit.COUNT,
+    RunMetric.PAGES_FAILED: Unit.COUNT,
+    RunMetric.PAGES_SKIPPED: Unit.COUNT,
+    RunMetric.RECORDS_NEW: Unit.COUNT,
+    RunMetric.RECORDS_CHANGED: Unit.COUNT,
+    RunMetric.RUN_DURATION: Unit.SECONDS,
+}

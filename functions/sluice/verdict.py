@@ -1,0 +1,126 @@
+"""A finished run's verdict: did it finish, did it collect a plausible number of records, did errors rise.
+
+Pure code, so the rule that pages someone at 3 a.m. is tested here rather than trusted to an alarm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sluice.spec import Alerts
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """What a run did, as the ledger counted it."""
+
+    fetched: int = 0
+    not_modified: int = 0
+    failed: int = 0
+    skipped: int = 0
+    records: int = 0
+    items: int = 0
+    missing: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def attempted(self) -> int:
+        """Pages we tried to fetch: skipped pages (robots, refused) are not errors."""
+        return self.fetched + self.not_modified + self.failed
+
+    @property
+    def error_rate(self) -> float:
+        return self.failed / self.attempted if self.attempted else 0.0
+
+    def null_rates(self) -> dict[str, float]:
+        return {name: n / self.items for name, n in sorted(self.missing.items())} if self.items else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One question about a run, answered."""
+
+    name: str
+    ok: bool
+    value: float | None
+    threshold: float | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """All the checks; healthy only if every one passed."""
+
+    checks: tuple[Check, ...]
+    record_count_ratio: float | None
+    error_rate: float
+
+    @property
+    def healthy(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def alerts(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+
+def judge(counts: RunCounts, previous_records: int | None, alerts: Alerts, *, finished: bool = True) -> Verdict:
+    """Judge a run against the spec's alert thresholds and the previous run's record count."""
+    checks = [
+        Check(
+            "finished",
+            finished,
+            None,
+            None,
+            "the run finished" if finished else "the run did not finish: pages were still pending at its deadline",
+        ),
+        Check(
+            "records_nonzero",
+            counts.records > 0,
+            float(counts.records),
+            1.0,
+            f"{counts.records} records"
+            if counts.records
+            else "the run collected 0 records: a run that writes nothing has failed, whatever its exit code",
+        ),
+    ]
+    ratio: float | None = None
+    if previous_records:
+        ratio = counts.records / previous_records
+        ok = ratio >= alerts.record_count_floor
+        checks.append(
+            Check(
+                "record_count_drop",
+                ok,
+                ratio,
+                alerts.record_count_floor,
+                f"{counts.records} records vs {previous_records} in the previous run "
+                f"(ratio {ratio:.2f}, floor {alerts.record_count_floor:.2f})",
+            )
+        )
+    else:
+        checks.append(Check("record_count_drop", True, None, alerts.record_count_floor, "first run: no previous"))
+    rate = counts.error_rate
+    checks.append(
+        Check(
+            "error_rate",
+            rate <= alerts.max_error_rate,
+            rate,
+            alerts.max_error_rate,
+            f"{counts.failed} of {counts.attempted} pages failed "
+            f"(rate {rate:.3f}, ceiling {alerts.max_error_rate:.3f})",
+        )
+    )
+    if alerts.max_null_rate is not None:
+        for name, null_rate in counts.null_rates().items():
+            if null_rate > alerts.max_null_rate:
+                checks.append(
+                    Check(
+                        f"null_rate:{name}",
+                        False,
+                        null_rate,
+                        alerts.max_null_rate,
+                        f"field {name!r} missing in {null_rate:.0%} of items (ceiling {alerts.max_null_rate:.0%})",
+                    )
+                )
+    return Verdict(tuple(checks), ratio, rate)

@@ -1,0 +1,92 @@
+"""Names and settings of the deployed stack: read by the CDK app and by the local runner alike.
+
+Nothing here imports the CDK, so `sluice run` can build the same resources on moto from
+the same numbers without installing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSettings:
+    """One Lambda function: its handler in the shared code asset, memory and timeout."""
+
+    handler: str
+    memory_mb: int
+    timeout_s: int
+    reserved_concurrency: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StackConfig:
+    """Everything that must not drift between the stack, the handlers and the local runner."""
+
+    stage: str = "dev"
+    prefix: str = "sluice"
+    runtime: str = "python3.12"
+    architecture: str = "arm64"
+    scheduler: FunctionSettings = field(
+        default_factory=lambda: FunctionSettings("sluice.handlers.scheduler.handler", 512, 900, 2)
+    )
+    fetcher: FunctionSettings = field(
+        default_factory=lambda: FunctionSettings("sluice.handlers.fetcher.handler", 1024, 120)
+    )
+    finalizer: FunctionSettings = field(
+        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 1024, 900, 2)
+    )
+    # The fetcher's event source: batch size and window, and the fleet-wide cap that protects target sites.
+    batch_size: int = 10
+    batching_window_s: int = 1
+    fetcher_max_concurrency: int = 20
+    # Visibility timeout is 6x the fetcher's timeout (AWS's advice for SQS event sources): a batch
+    # still being retried by the poller must not become visible to a second fetcher.
+    visibility_timeout_factor: int = 6
+    max_receive_count: int = 5
+    dlq_retention_days: int = 14
+    queue_retention_days: int = 4
+    urls_per_message: int = 10
+    claim_ttl_days: int = 30
+    log_retention_days: int = 30
+    run_deadline_hours: int = 12
+    sweep_minutes: int = 15
+
+    def name(self, part: str) -> str:
+        """A physical resource name: ``sluice-dev-ledger``."""
+        return f"{self.prefix}-{self.stage}-{part}"
+
+    @property
+    def queue_name(self) -> str:
+        return self.name("frontier")
+
+    @property
+    def dlq_name(self) -> str:
+        return self.name("frontier-dlq")
+
+    @property
+    def ledger_table(self) -> str:
+        return self.name("ledger")
+
+    @property
+    def catalog_table(self) -> str:
+        return self.name("catalog")
+
+    @property
+    def finalizer_function(self) -> str:
+        return self.name("finalizer")
+
+    @property
+    def scheduler_function(self) -> str:
+        return self.name("scheduler")
+
+    @property
+    def visibility_timeout_s(self) -> int:
+        return self.fetcher.timeout_s * self.visibility_timeout_factor
+
+    def bucket_name(self, account: str, region: str) -> str:
+        """Bucket names are global: the account and region make them unique."""
+        return f"{self.prefix}-{self.stage}-records-{account}-{region}"
+
+
+DEFAULT = StackConfig()
