@@ -1,0 +1,23 @@
+"""boto3 clients, created once per process and reused (tests clear the cache after starting moto)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+# Adaptive retries absorb DynamoDB and SQS throttling; the pool fits the fetcher's write fan-out.
+_CONFIG = Config(retries={"max_attempts": 8, "mode": "adaptive"}, max_pool_connections=64)
+
+
+@cache
+def client(service: str, region: str | None = None) -> Any:
+    """The process-wide client for ``service``."""
+    return boto3.session.Session().client(service, region_name=region, config=_CONFIG)
+
+
+def reset() -> None:
+    """Forget every client (after moto starts, or when credentials change)."""
+    client.cache_clear()

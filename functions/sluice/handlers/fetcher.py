@@ -1,0 +1,65 @@
+"""Fetcher Lambda: an SQS batch of URL messages, visited concurrently, answered with partial batch failures.
+
+The batch is visited in one pass on the container's event loop (pages of all messages in flight
+together, bounded by the crawl's politeness); Powertools' BatchProcessor then reports each
+message's own result, so one bad message never fails the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sluice.handlers.runtime import services
+from sluice.observability import logger
+from sluice.pipeline.batch import Fetchers, QueuedMessage, visit_batch
+
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+_containers = threading.local()
+
+
+def _container() -> tuple[asyncio.AbstractEventLoop, Fetchers, random.Random]:
+    """The event loop and fetchers live as long as the container, so pools and robots caches are reused.
+
+    One per thread: a Lambda container runs one invocation at a time, and the local runner's
+    workers are threads standing in for containers.
+    """
+    if not hasattr(_containers, "state"):
+        fetchers = Fetchers(services().settings.allow_loopback)
+        _containers.state = (asyncio.new_event_loop(), fetchers, random.Random())  # noqa: S311 - jitter only
+    state: tuple[asyncio.AbstractEventLoop, Fetchers, random.Random] = _containers.state
+    return state
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    loop, fetchers, rng = _container()
+    messages = [QueuedMessage.from_record(r) for r in event.get("Records", [])]
+    results = loop.run_until_complete(visit_batch(messages, services(), fetchers, rng))
+
+    def report(record: SQSRecord) -> None:
+        error = results.get(record.message_id)
+        if error is not None:
+            raise error
+
+    response = process_partial_response(event=event, record_handler=report, processor=processor, context=context)
+    return dict(response)
+
+
+def close_container() -> None:
+    """Close this thread's fetchers and event loop (the local runner's workers, when a run ends)."""
+    state = getattr(_containers, "state", None)
+    if state is None:
+        return
+    loop, fetchers, _ = state
+    loop.run_until_complete(fetchers.aclose())
+    loop.close()
+    del _containers.state

@@ -1,0 +1,25 @@
+"""Scheduler Lambda: an EventBridge schedule (or ``sluice start``) names a crawl; open a run and fan out its seeds."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from sluice.handlers.runtime import services
+from sluice.messages import StartEvent, parse_body
+from sluice.observability import logger
+from sluice.pipeline.start import start_run
+
+SAFETY_MARGIN_MS = 60_000
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    start = parse_body(StartEvent, event)
+    logger.append_keys(crawl=start.crawl)
+    result = start_run(
+        start, services(), time_left=lambda: (context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS) / 1000
+    )
+    return asdict(result)

@@ -1,0 +1,1 @@
+"""The local runner: the real handlers against embedded AWS (moto), with state kept between runs."""

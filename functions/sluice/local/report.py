@@ -1,0 +1,77 @@
+"""What `sluice run` shows: a progress bar while the run is in flight, then a summary for people or for jq."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sluice.aws.ledger import RunState
+from sluice.local.runner import LocalRun
+from sluice.local.runner import Progress as ProgressFn
+
+
+@contextmanager
+def progress_bar(crawl: str, *, enabled: bool) -> Iterator[ProgressFn]:
+    """A bar of pages done out of pages enqueued, with records and errors so far (on stderr)."""
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pages  records {task.fields[records]}  errors {task.fields[errors]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
+    with bar:
+        task = bar.add_task(crawl, total=None, records=0, errors=0)
+
+        def show(run: RunState) -> None:
+            c = run.counters
+            bar.update(task, completed=c["done"], total=max(c["enqueued"], 1), records=run.records, errors=c["failed"])
+
+        yield show
+
+
+def as_json(run: LocalRun) -> dict[str, Any]:
+    """The run in the shape `sluice run --json` promises."""
+    s = run.summary
+    return {
+        "crawl": run.crawl,
+        "run_id": run.run_id,
+        "status": s["status"],
+        "pages": {k: s["pages"][k] for k in ("fetched", "not_modified", "failed", "skipped")},
+        "records": {k: s["records"][k] for k in ("total", "new", "changed", "unchanged")},
+        "dead_letters": len(run.dead_letters),
+        "verdict": {"healthy": s["verdict"]["healthy"], "alerts": s["verdict"]["alerts"]},
+        "null_rates": s["null_rates"],
+        "failures": s["failures"],
+        "previous_run": s["previous_run"],
+        "outputs": run.outputs,
+    }
+
+
+def as_text(run: LocalRun) -> str:
+    s = run.summary
+    p, r, v = s["pages"], s["records"], s["verdict"]
+    lines = [
+        f"run {run.run_id} of {run.crawl}: {s['status']}, {'HEALTHY' if v['healthy'] else 'UNHEALTHY'}",
+        f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, failed {p['failed']}, "
+        f"skipped {p['skipped']}",
+        f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
+    ]
+    previous = s.get("previous_run")
+    if previous:
+        lines.append(f"  previous run {previous['run_id']}: {previous['records']} records")
+    if s["failures"]:
+        lines.append("  failures " + ", ".join(f"{k} x{n}" for k, n in s["failures"].items()))
+    if run.dead_letters:
+        lines.append(f"  dead-letter queue: {len(run.dead_letters)} message(s) (see docs/operations.md to redrive)")
+    for alert in v["alerts"]:
+        lines.append(f"  ALERT {alert['check']}: {alert['message']}")
+    lines.append(f"  records  {run.outputs['records']}")
+    lines.append(f"  summary  {run.outputs['summary']}")
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""The stack's resources on moto, from the same names and settings the CDK stack reads (infra/config.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from botocore.client import BaseClient
+from infra.config import StackConfig
+
+from sluice.aws.clients import client, reset
+from sluice.settings import Settings
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's account
+LOCAL_VISIBILITY_S = 30
+"""Locally a message whose worker died returns in 30 s rather than the stack's 6 x fetcher timeout.
+Messages that fail in a handled way set their own visibility, as in AWS."""
+
+
+def fake_credentials() -> None:
+    """moto accepts any credentials; these keep boto3 from looking for real ones."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }.items():
+        os.environ[name] = value
+    os.environ.pop("AWS_PROFILE", None)
+    reset()
+
+
+def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bool) -> Settings:
+    """Queue with its dead-letter queue, both tables, the bucket; return the functions' settings for them."""
+    sqs, ddb, s3 = client("sqs"), client("dynamodb"), client("s3")
+    dlq_url = sqs.create_queue(
+        QueueName=config.dlq_name, Attributes={"MessageRetentionPeriod": str(config.dlq_retention_days * 86400)}
+    )["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_url = sqs.create_queue(
+        QueueName=config.queue_name,
+        Attributes={
+            "VisibilityTimeout": str(LOCAL_VISIBILITY_S),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": config.max_receive_count}),
+        },
+    )["QueueUrl"]
+    for table in (config.ledger_table, config.catalog_table):
+        ddb.create_table(
+            TableName=table,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    bucket = config.bucket_name(ACCOUNT, REGION)
+    s3.create_bucket(Bucket=bucket)
+    return Settings(
+        ledger_table=config.ledger_table,
+        catalog_table=config.catalog_table,
+        bucket=bucket,
+        queue_url=queue_url,
+        specs_dir=specs_dir,
+        finalizer_function=config.finalizer_function,
+        scheduler_function=config.scheduler_function,
+        max_receive_count=config.max_receive_count,
+        urls_per_message=config.urls_per_message,
+        run_deadline_hours=config.run_deadline_hours,
+        claim_ttl_days=config.claim_ttl_days,
+        visibility_base_s=1.0,
+        visibility_max_s=10.0,
+        allow_loopback=allow_loopback,
+    )
+
+
+def dlq_url(config: StackConfig) -> str:
+    url: str = client("sqs").get_queue_url(QueueName=config.dlq_name)["QueueUrl"]
+    return url
+
+
+@contextmanager
+def serialized_calls() -> Iterator[None]:
+    """Make each AWS API call atomic, as the real services are.
+
+    moto's in-memory backends are not thread-safe: two threads adding to the same DynamoDB
+    counter in a transaction can lose an increment. The local runner's workers are threads,
+    so every call goes through one lock (moto's work is CPU-bound under the GIL anyway).
+    """
+    original = BaseClient._make_api_call
+    lock = threading.RLock()
+
+    def locked(self: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+        with lock:
+            return original(self, operation, params)
+
+    BaseClient._make_api_call = locked
+    try:
+        yield
+    finally:
+        BaseClient._make_api_call = original

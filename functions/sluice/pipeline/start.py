@@ -1,0 +1,75 @@
+"""Start a run: take the crawl's lock, open the run, claim its seeds and fan them into the queue.
+
+A fan-out proceeds in chunks and stops while it has time left: the caller continues it from
+``offset`` in a fresh invocation, so a million seeds fit Lambda's 15 minutes and its memory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from itertools import islice
+
+from sluice.messages import StartEvent, UrlTask
+from sluice.observability import logger
+from sluice.pipeline.services import Services
+from sluice.urls import canonicalize_url
+
+CHUNK = 1_000
+"""Seeds claimed and sent per step: 11 DynamoDB transactions and 10 SQS requests."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartResult:
+    crawl: str
+    run_id: str
+    offset: int
+    """Seeds handled so far (all of them when ``complete``)."""
+    total: int
+    enqueued: int
+    complete: bool
+
+
+def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], float]) -> StartResult:
+    """Open a run (or continue one's fan-out) and enqueue seeds until done or ``time_left()`` runs low."""
+    spec = services.spec(event.crawl)
+    if event.run_id is None:
+        deadline = timedelta(hours=services.settings.run_deadline_hours)
+        run = services.ledger.open_run(spec.name, spec.digest(), deadline)
+        run_id = run.run_id
+        logger.info("run opened", extra={"crawl": spec.name, "run_id": run_id, "seeds": spec.seeds.count()})
+    else:
+        run_id = event.run_id
+    total = spec.seeds.count()
+    offset = event.offset
+    enqueued = 0
+    seeds = islice(spec.seeds.iter_urls(), offset, None)
+    started = time.monotonic()
+    while offset < total:
+        chunk = [UrlTask(url=canonicalize_url(u), depth=0) for u in islice(seeds, CHUNK)]
+        if not chunk:
+            break
+        claimed = services.ledger.claim(spec.name, run_id, chunk, max_pages=spec.follow.max_pages)
+        if event.run_id is not None:
+            # A continuation may be a retry of one that claimed seeds and died before sending them.
+            claimed += unsent(services, run_id, chunk, claimed)
+        services.queue.send(spec.name, run_id, claimed)
+        offset += len(chunk)
+        enqueued += len(claimed)
+        step = (time.monotonic() - started) / max(1, offset - event.offset) * CHUNK
+        if offset < total and time_left() < max(60.0, 4 * step):
+            services.continue_start({"crawl": spec.name, "run_id": run_id, "offset": offset})
+            logger.info("fan-out continues", extra={"crawl": spec.name, "run_id": run_id, "offset": offset})
+            return StartResult(spec.name, run_id, offset, total, enqueued, complete=False)
+    logger.info("fan-out complete", extra={"crawl": spec.name, "run_id": run_id, "seeds": total, "enqueued": enqueued})
+    return StartResult(spec.name, run_id, offset, total, enqueued, complete=True)
+
+
+def unsent(services: Services, run_id: str, tasks: list[UrlTask], claimed: list[UrlTask]) -> list[UrlTask]:
+    """Tasks claimed earlier but still queued: sent again, since a second delivery is harmless and a lost one is not."""
+    fresh = {t.url for t in claimed}
+    rest = [t for t in tasks if t.url not in fresh]
+    claims = services.ledger.claims(run_id, (t.url for t in rest))
+    return [t for t in rest if claims.get(t.url, {}).get("status") == "queued"]

@@ -1,0 +1,54 @@
+"""Runtime settings of the Lambda functions, read from the environment once, at cold start, and validated."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ENV_PREFIX = "SLUICE_"
+
+
+class SettingsError(RuntimeError):
+    """The function's environment is incomplete or wrong; the text names each variable."""
+
+
+class Settings(BaseModel):
+    """Where everything is. The stack sets these; the local runner sets the same names."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    ledger_table: str = Field(min_length=3)
+    catalog_table: str = Field(min_length=3)
+    bucket: str = Field(min_length=3)
+    queue_url: str = Field(pattern=r"^https?://")
+    specs_dir: Path
+    finalizer_function: str = ""
+    scheduler_function: str = ""
+    max_receive_count: int = Field(default=5, ge=1, le=1000)
+    urls_per_message: int = Field(default=10, ge=1, le=50)
+    run_deadline_hours: float = Field(default=12, gt=0, le=168)
+    claim_ttl_days: int = Field(default=30, ge=1, le=365)
+    visibility_base_s: float = Field(default=10.0, ge=0, le=900)
+    """First visibility backoff of a message returned for a transient failure; doubles per receive."""
+    visibility_max_s: float = Field(default=900.0, ge=0, le=43_200)
+    allow_loopback: bool = False
+    """Only the local runner and tests set this; the stack never does."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{ENV_PREFIX}{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
+            )
+            raise SettingsError(f"bad environment: {problems}") from None
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables that give these settings (the stack and the local runner use this)."""
+        return {f"{ENV_PREFIX}{k.upper()}": str(v).lower() if isinstance(v, bool) else str(v) for k, v in self}
