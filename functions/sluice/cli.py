@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -55,17 +54,9 @@ def _crawl(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from sluice.demosite import running_demo_site
-    from sluice.report import crawl_with_progress
+    from sluice.local.demo import run_demo
 
-    spec = load_spec(args.spec)
-    with running_demo_site(port=args.port) as site:
-        print(f"demo site serving on {site.base_url} (127.0.0.1 only)")
-        started = time.monotonic()
-        summary = crawl_with_progress(spec, Path(args.out), allow_loopback=True, quiet=False)
-    print(summary["text"])
-    print(f"demo finished in {time.monotonic() - started:.1f} s")
-    return 0 if summary["records"] else 1
+    return run_demo(Path(args.spec), Path(args.state), port=args.port)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -120,10 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     run.set_defaults(run=_run)
 
-    demo = commands.add_parser("demo", help="start the demo site and crawl it end to end")
+    demo = commands.add_parser("demo", help="three nightly runs of the demo crawl on moto, told as a story")
     demo.add_argument("--spec", default=str(DEMO_SPEC))
-    demo.add_argument("--port", type=int, default=DEMO_PORT)
-    demo.add_argument("--out", default="out/demo.jsonl")
+    demo.add_argument("--port", type=int, default=0, help="demo site port (default: any free one)")
+    demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")
     demo.set_defaults(run=_demo)
     return parser
 

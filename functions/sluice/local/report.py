@@ -66,6 +66,9 @@ def as_text(run: LocalRun) -> str:
     previous = s.get("previous_run")
     if previous:
         lines.append(f"  previous run {previous['run_id']}: {previous['records']} records")
+    nulls = {k: v for k, v in s["null_rates"].items() if v > 0}
+    if nulls:
+        lines.append("  nulls    " + ", ".join(f"{k} missing in {v:.0%} of items" for k, v in nulls.items()))
     if s["failures"]:
         lines.append("  failures " + ", ".join(f"{k} x{n}" for k, n in s["failures"].items()))
     if run.dead_letters:
