@@ -1,1 +1,1 @@
-"""Adapters to AWS services: each a small class over one boto3 client, errors translated to ours."""
+"""Adapters to AWS services: each a small class over one botocore client, errors translated to ours."""
