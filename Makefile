@@ -5,12 +5,21 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help install test lint typecheck unit demo bench clean
+NODE_PKG := node-linux-$(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
+NODE_BIN := $(CURDIR)/.tools/node_modules/$(NODE_PKG)/bin
+CDK := node_modules/.bin/cdk
+# Node 22 for jsii and the CDK CLI (the machine's Node 20 is end-of-life); no telemetry, no notices.
+CDK_ENV := PATH="$(NODE_BIN):$(CURDIR)/$(BIN):$$PATH" JSII_NODE="$(NODE_BIN)/node" CDK_DISABLE_CLI_TELEMETRY=1
+CDK_ARGS := --no-notices $(if $(STAGE),-c stage=$(STAGE)) $(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL))
+
+.PHONY: help install test lint typecheck unit demo bench clean synth deploy diff destroy bootstrap layer-report
 
 help:
 	@echo "make demo   crawl the bundled demo site end to end and print a summary"
 	@echo "make test   lint, type-check and run the whole test suite"
 	@echo "make bench  measure throughput and CPU per page against Scrapy and httpx+BeautifulSoup"
+	@echo "make synth  write the CloudFormation template to cdk.out/ (offline)"
+	@echo "make deploy deploy to the AWS account in your environment (after make bootstrap)"
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,8 +31,8 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check functions tests bench
-	$(BIN)/ruff format --check functions tests bench
+	$(BIN)/ruff check functions infra tests bench
+	$(BIN)/ruff format --check functions infra tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -39,5 +48,28 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
+$(CDK): package.json
+	npm install --no-audit --no-fund --no-package-lock --loglevel=error
+	npm install --prefix .tools --no-audit --no-fund --no-save --no-package-lock --loglevel=error $(NODE_PKG)@22.23.5
+	@touch $@
+
+synth: $(STAMP) $(CDK)
+	$(CDK_ENV) $(CDK) synth $(CDK_ARGS) --quiet
+
+diff: $(STAMP) $(CDK)
+	$(CDK_ENV) $(CDK) diff $(CDK_ARGS)
+
+bootstrap: $(STAMP) $(CDK)
+	$(CDK_ENV) $(CDK) bootstrap $(CDK_ARGS)
+
+deploy: $(STAMP) $(CDK)
+	$(CDK_ENV) $(CDK) deploy $(CDK_ARGS) --require-approval broadening
+
+destroy: $(STAMP) $(CDK)
+	$(CDK_ENV) $(CDK) destroy $(CDK_ARGS)
+
+layer-report: $(STAMP)
+	$(BIN)/python -m infra.measure
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info cdk.out node_modules .tools

@@ -25,7 +25,7 @@ class StackConfig:
 
     stage: str = "dev"
     prefix: str = "sluice"
-    runtime: str = "python3.12"
+    runtime: str = "python3.13"
     architecture: str = "arm64"
     scheduler: FunctionSettings = field(
         default_factory=lambda: FunctionSettings("sluice.handlers.scheduler.handler", 512, 900, 2)

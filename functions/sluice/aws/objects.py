@@ -1,9 +1,10 @@
-"""Run outputs in S3, under ``crawl=NAME/run=ID/``.
+"""Run outputs in S3.
 
-Each page's records go to their own object, keyed by the page's URL hash: a redelivered or
-regrouped batch rewrites the same keys with the same lines, never a second copy. At the end
-of a run, :meth:`RunObjects.compact` streams those objects into ``records.jsonl`` with each
-record key once, and the summary goes beside it.
+- ``pages/crawl=NAME/run=ID/URL_HASH.jsonl``: each page's records, keyed by the page's URL
+  hash, so a redelivered or regrouped batch rewrites the same keys with the same lines, never
+  a second copy. Working data: a lifecycle rule expires it.
+- ``runs/crawl=NAME/run=ID/records.jsonl`` and ``summary.json``: the run's output, streamed
+  together from the page objects at finalization with each record key once.
 """
 
 from __future__ import annotations
@@ -25,8 +26,17 @@ from sluice.sinks import record_line
 _PART_BYTES = 16 * 1024 * 1024  # multipart parts: S3 wants >= 5 MiB; bounded memory either way
 
 
+PAGES_PREFIX = "pages/"
+RUNS_PREFIX = "runs/"
+
+
 def run_prefix(crawl: str, run_id: str) -> str:
-    return f"crawl={crawl}/run={run_id}/"
+    """Where a run's output lives (Athena/Glue can partition on ``crawl`` and ``run``)."""
+    return f"{RUNS_PREFIX}crawl={crawl}/run={run_id}/"
+
+
+def pages_prefix(crawl: str, run_id: str) -> str:
+    return f"{PAGES_PREFIX}crawl={crawl}/run={run_id}/"
 
 
 class RunObjects:
@@ -38,7 +48,7 @@ class RunObjects:
         self._readers = readers
 
     def page_key(self, crawl: str, run_id: str, url: str) -> str:
-        return f"{run_prefix(crawl, run_id)}pages/{url_hash(url)}.jsonl"
+        return f"{pages_prefix(crawl, run_id)}{url_hash(url)}.jsonl"
 
     def records_key(self, crawl: str, run_id: str) -> str:
         return f"{run_prefix(crawl, run_id)}records.jsonl"
@@ -74,7 +84,7 @@ class RunObjects:
 
     def _page_keys(self, crawl: str, run_id: str) -> Iterator[str]:
         pages = self._s3.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=f"{run_prefix(crawl, run_id)}pages/"
+            Bucket=self.bucket, Prefix=pages_prefix(crawl, run_id)
         )
         for page in pages:
             for obj in page.get("Contents", []):

@@ -1,0 +1,199 @@
+"""The three functions, their shared code asset and dependency layer, the fetcher's event source, the schedules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import ArnFormat, AssetHashType, Duration, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import bundling
+from infra.config import FunctionSettings, StackConfig
+from infra.queues import Queues
+from infra.storage import Storage
+from sluice.aws.objects import PAGES_PREFIX, RUNS_PREFIX
+from sluice.metrics import NAMESPACE
+from sluice.settings import Settings
+from sluice.spec import CrawlSpec
+
+SPECS_DIR = "/var/task/crawls"
+
+
+class Functions(Construct):
+    """Scheduler, fetcher and finalizer: one code asset, one layer, least-privilege grants."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: StackConfig,
+        storage: Storage,
+        queues: Queues,
+        specs: list[CrawlSpec],
+    ) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        python_version = config.runtime.removeprefix("python")
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=lambda_.Code.from_asset(
+                str(bundling.ROOT / "layers" / "dependencies"),
+                asset_hash=bundling.layer_hash(config.architecture, python_version),
+                asset_hash_type=AssetHashType.CUSTOM,
+                bundling=bundling.options(bundling.LayerBundler(config.architecture, python_version)),
+            ),
+            compatible_runtimes=[_runtime(config)],
+            compatible_architectures=[_architecture(config)],
+            description="Sluice runtime dependencies (requirements.txt), built locally with pip --platform",
+        )
+        self.code = lambda_.Code.from_asset(
+            str(bundling.ROOT / "functions"),
+            asset_hash=bundling.code_hash(),
+            asset_hash_type=AssetHashType.CUSTOM,
+            bundling=bundling.options(bundling.CodeBundler(python_version)),
+        )
+        # Built unvalidated: at synth time names are CloudFormation tokens. The functions
+        # validate the real values at cold start (Settings.from_env).
+        settings = Settings.model_construct(
+            ledger_table=storage.ledger.table_name,
+            catalog_table=storage.catalog.table_name,
+            bucket=storage.bucket.bucket_name,
+            queue_url=queues.frontier.queue_url,
+            specs_dir=Path(SPECS_DIR),
+            finalizer_function=config.finalizer_function,
+            scheduler_function=config.scheduler_function,
+            max_receive_count=config.max_receive_count,
+            urls_per_message=config.urls_per_message,
+            run_deadline_hours=config.run_deadline_hours,
+            claim_ttl_days=config.claim_ttl_days,
+        )
+        environment = {**settings.to_env(), "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE, "POWERTOOLS_LOG_LEVEL": "INFO"}
+        self.scheduler = self._function("Scheduler", config, config.scheduler, config.scheduler_function, environment)
+        self.fetcher = self._function("Fetcher", config, config.fetcher, config.name("fetcher"), environment)
+        self.finalizer = self._function("Finalizer", config, config.finalizer, config.finalizer_function, environment)
+
+        # Least privilege, through grants: each function gets what its step touches.
+        storage.ledger.grant_read_write_data(self.scheduler)
+        queues.frontier.grant_send_messages(self.scheduler)
+        _grant_invoke_by_name(self.scheduler, stack, config.scheduler_function)  # fan-out continuations
+
+        storage.ledger.grant_read_write_data(self.fetcher)
+        storage.catalog.grant_read_write_data(self.fetcher)
+        queues.frontier.grant_send_messages(self.fetcher)  # discovered links
+        _grant_invoke_by_name(self.fetcher, stack, config.finalizer_function)
+        # Page objects: written per page, and read as the source of a 304's server-side copy.
+        _grant_objects(self.fetcher, storage, PAGES_PREFIX, ["s3:PutObject", "s3:GetObject"])
+
+        storage.ledger.grant_read_write_data(self.finalizer)
+        _grant_objects(self.finalizer, storage, PAGES_PREFIX, ["s3:GetObject"], list_prefix=True)
+        _grant_objects(self.finalizer, storage, RUNS_PREFIX, ["s3:PutObject", "s3:AbortMultipartUpload"])
+
+        self.fetcher.add_event_source(
+            sources.SqsEventSource(
+                queues.frontier,
+                batch_size=config.batch_size,
+                max_batching_window=Duration.seconds(config.batching_window_s),
+                report_batch_item_failures=True,
+                # The fleet-wide cap that protects target sites: at most this many fetchers at once.
+                max_concurrency=config.fetcher_max_concurrency,
+            )
+        )
+        self.schedules = [self._schedule(spec, config) for spec in specs if spec.schedule]
+        self.sweep = events.Rule(
+            self,
+            "Sweep",
+            description="Finalize runs that are done or past their deadline (a safety net behind the fetchers)",
+            schedule=events.Schedule.rate(Duration.minutes(config.sweep_minutes)),
+            targets=[targets.LambdaFunction(self.finalizer, retry_attempts=2)],
+        )
+
+    def _function(
+        self, id: str, config: StackConfig, settings: FunctionSettings, name: str, environment: dict[str, str]
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self,
+            f"{id}Logs",
+            log_group_name=f"/aws/lambda/{name}",
+            retention=_retention(config.log_retention_days),
+        )
+        return lambda_.Function(
+            self,
+            id,
+            function_name=name,
+            runtime=_runtime(config),
+            architecture=_architecture(config),
+            handler=settings.handler,
+            code=self.code,
+            layers=[self.layer],
+            memory_size=settings.memory_mb,
+            timeout=Duration.seconds(settings.timeout_s),
+            reserved_concurrent_executions=settings.reserved_concurrency,
+            environment=environment,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            description=f"Sluice {id.lower()} ({settings.handler})",
+        )
+
+    def _schedule(self, spec: CrawlSpec, config: StackConfig) -> events.Rule:
+        return events.Rule(
+            self,
+            f"Schedule-{spec.name}",
+            rule_name=config.name(f"schedule-{spec.name}")[:64],
+            description=f"Starts a run of crawl {spec.name}",
+            schedule=events.Schedule.expression(spec.schedule or ""),
+            targets=[
+                targets.LambdaFunction(
+                    self.scheduler,
+                    event=events.RuleTargetInput.from_object({"crawl": spec.name}),
+                    retry_attempts=2,
+                )
+            ],
+        )
+
+
+def _grant_objects(
+    grantee: lambda_.Function, storage: Storage, prefix: str, actions: list[str], *, list_prefix: bool = False
+) -> None:
+    """Exactly these object actions under one prefix of the records bucket (and listing that prefix)."""
+    grantee.add_to_role_policy(
+        iam.PolicyStatement(actions=actions, resources=[storage.bucket.arn_for_objects(f"{prefix}*")])
+    )
+    if list_prefix:
+        grantee.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[storage.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
+
+
+def _grant_invoke_by_name(grantee: lambda_.Function, stack: Stack, function_name: str) -> None:
+    """lambda:InvokeFunction on one function named in the config (by name: no dependency cycle)."""
+    arn = stack.format_arn(
+        service="lambda", resource="function", resource_name=function_name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
+    grantee.add_to_role_policy(iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[arn]))
+
+
+def _runtime(config: StackConfig) -> lambda_.Runtime:
+    return lambda_.Runtime(config.runtime, lambda_.RuntimeFamily.PYTHON, supports_inline_code=True)
+
+
+def _architecture(config: StackConfig) -> lambda_.Architecture:
+    return lambda_.Architecture.ARM_64 if config.architecture == "arm64" else lambda_.Architecture.X86_64
+
+
+def _retention(days: int) -> logs.RetentionDays:
+    return {30: logs.RetentionDays.ONE_MONTH, 90: logs.RetentionDays.THREE_MONTHS, 14: logs.RetentionDays.TWO_WEEKS}[
+        days
+    ]

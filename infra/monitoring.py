@@ -1,0 +1,234 @@
+"""Alarms that page someone, and a dashboard: per crawl, the three questions a scheduled crawl must answer.
+
+Did it run (a RunHealthy datum within the schedule period plus grace: missing data breaches)?
+Did it collect a plausible number of records (RecordCountRatio against the spec's floor)?
+Did errors rise (ErrorRate against the spec's ceiling)? Plus the pipeline's own health:
+dead letters, fetcher errors and throttles.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from infra.config import StackConfig
+from infra.crawls import missing_run_window
+from infra.functions import Functions
+from infra.queues import Queues
+from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
+from sluice.spec import CrawlSpec
+
+RUN_PERIOD = Duration.hours(1)
+
+
+def run_metric(crawl: str, name: RunMetric, statistic: str, period: Duration = RUN_PERIOD) -> cw.Metric:
+    """A finalizer metric exactly as emitted: our namespace, the name, the crawl as the only dimension."""
+    return cw.Metric(
+        namespace=NAMESPACE,
+        metric_name=name.value,
+        dimensions_map={CRAWL_DIMENSION: crawl},
+        statistic=statistic,
+        period=period,
+        unit=cw.Unit[UNITS[name].name],
+    )
+
+
+class Monitoring(Construct):
+    """An encrypted SNS topic as every alarm's action; alarms per crawl and for the pipeline; a dashboard."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: StackConfig,
+        functions: Functions,
+        queues: Queues,
+        specs: list[CrawlSpec],
+        alarm_email: str | None,
+    ) -> None:
+        super().__init__(scope, id)
+        key = kms.Key(self, "AlarmsKey", enable_key_rotation=True, description="Sluice alarm topic")
+        # CloudWatch publishes alarms to the topic, so it must be able to use the topic's key.
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        self.topic = sns.Topic(self, "Alarms", display_name="Sluice alarms", master_key=key, enforce_ssl=True)
+        if alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        self.alarms: list[cw.Alarm] = []
+        for spec in specs:
+            self._crawl_alarms(spec)
+        self._pipeline_alarms(config, functions, queues)
+        self.dashboard = self._dashboard(config, functions, queues, specs)
+
+    def _alarm(self, id: str, **props: object) -> cw.Alarm:
+        alarm = cw.Alarm(self, id, **props)  # type: ignore[arg-type]
+        alarm.add_alarm_action(actions.SnsAction(self.topic))
+        self.alarms.append(alarm)
+        return alarm
+
+    def _crawl_alarms(self, spec: CrawlSpec) -> None:
+        name = spec.name
+        self._alarm(
+            f"{name}-RecordCountDrop",
+            alarm_name=f"sluice-{name}-record-count-drop",
+            alarm_description=f"{name}: a run collected fewer than {spec.alerts.record_count_floor:.0%} of the "
+            "previous run's records. See docs/operations.md#record-count-drop",
+            metric=run_metric(name, RunMetric.RECORD_COUNT_RATIO, "Minimum"),
+            threshold=spec.alerts.record_count_floor,
+            comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=1,
+            # No run in this hour is not a drop (the missing-run alarm covers silence).
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        self._alarm(
+            f"{name}-ErrorRate",
+            alarm_name=f"sluice-{name}-error-rate",
+            alarm_description=f"{name}: more than {spec.alerts.max_error_rate:.0%} of a run's pages failed. "
+            "See docs/operations.md#error-rate",
+            metric=run_metric(name, RunMetric.ERROR_RATE, "Maximum"),
+            threshold=spec.alerts.max_error_rate,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        self._alarm(
+            f"{name}-RunUnhealthy",
+            alarm_name=f"sluice-{name}-run-unhealthy",
+            alarm_description=f"{name}: a run's verdict was unhealthy (unfinished, no records, or a check above). "
+            "See docs/operations.md#run-unhealthy",
+            metric=run_metric(name, RunMetric.RUN_HEALTHY, "Minimum"),
+            threshold=1,
+            comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        if spec.schedule:
+            period, evaluations = missing_run_window(spec.schedule)
+            self._alarm(
+                f"{name}-MissingRun",
+                alarm_name=f"sluice-{name}-missing-run",
+                alarm_description=f"{name}: no run has reported within its schedule ({spec.schedule}) plus an hour. "
+                "See docs/operations.md#missing-run",
+                metric=run_metric(name, RunMetric.RUN_HEALTHY, "SampleCount", Duration.seconds(period)),
+                threshold=1,
+                comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+                evaluation_periods=evaluations,
+                datapoints_to_alarm=evaluations,
+                # Silence is the failure this alarm exists for.
+                treat_missing_data=cw.TreatMissingData.BREACHING,
+            )
+
+    def _pipeline_alarms(self, config: StackConfig, functions: Functions, queues: Queues) -> None:
+        self._alarm(
+            "DeadLetters",
+            alarm_name=config.name("dead-letters"),
+            alarm_description="Messages reached the dead-letter queue. See docs/operations.md#dead-letters",
+            metric=queues.dead_letters.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(5), statistic="Maximum"
+            ),
+            threshold=0,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        for label, function in (
+            ("Fetcher", functions.fetcher),
+            ("Scheduler", functions.scheduler),
+            ("Finalizer", functions.finalizer),
+        ):
+            self._alarm(
+                f"{label}Errors",
+                alarm_name=config.name(f"{label.lower()}-errors"),
+                alarm_description=f"The {label.lower()} function failed invocations. "
+                "See docs/operations.md#function-errors",
+                metric=function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
+                threshold=0,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            )
+        self._alarm(
+            "FetcherThrottles",
+            alarm_name=config.name("fetcher-throttles"),
+            alarm_description="The fetcher was throttled (account concurrency). See docs/operations.md#throttles",
+            metric=functions.fetcher.metric_throttles(period=Duration.minutes(5), statistic="Sum"),
+            threshold=0,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=3,
+            datapoints_to_alarm=2,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _dashboard(
+        self, config: StackConfig, functions: Functions, queues: Queues, specs: list[CrawlSpec]
+    ) -> cw.Dashboard:
+        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=config.name("runs"))
+        for spec in specs:
+            per_run = Duration.days(1)
+            dashboard.add_widgets(
+                cw.TextWidget(markdown=f"## {spec.name}", width=24, height=1),
+                cw.GraphWidget(
+                    title=f"{spec.name}: records per run",
+                    left=[run_metric(spec.name, RunMetric.RECORDS_PER_RUN, "Maximum", per_run)],
+                    width=8,
+                ),
+                cw.GraphWidget(
+                    title=f"{spec.name}: record-count ratio and error rate",
+                    left=[
+                        run_metric(spec.name, RunMetric.RECORD_COUNT_RATIO, "Minimum", per_run),
+                        run_metric(spec.name, RunMetric.ERROR_RATE, "Maximum", per_run),
+                    ],
+                    left_annotations=[
+                        cw.HorizontalAnnotation(value=spec.alerts.record_count_floor, label="record floor"),
+                        cw.HorizontalAnnotation(value=spec.alerts.max_error_rate, label="error ceiling"),
+                    ],
+                    width=8,
+                ),
+                cw.GraphWidget(
+                    title=f"{spec.name}: pages per run",
+                    left=[
+                        run_metric(spec.name, RunMetric.PAGES_FETCHED, "Sum", per_run),
+                        run_metric(spec.name, RunMetric.PAGES_NOT_MODIFIED, "Sum", per_run),
+                        run_metric(spec.name, RunMetric.PAGES_FAILED, "Sum", per_run),
+                    ],
+                    stacked=True,
+                    width=8,
+                ),
+            )
+        dashboard.add_widgets(
+            cw.TextWidget(markdown="## Pipeline", width=24, height=1),
+            cw.GraphWidget(
+                title="Queue: visible, in flight, dead letters",
+                left=[
+                    queues.frontier.metric_approximate_number_of_messages_visible(),
+                    queues.frontier.metric_approximate_number_of_messages_not_visible(),
+                    queues.dead_letters.metric_approximate_number_of_messages_visible(),
+                ],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Fetcher: invocations, errors, throttles",
+                left=[
+                    functions.fetcher.metric_invocations(),
+                    functions.fetcher.metric_errors(),
+                    functions.fetcher.metric_throttles(),
+                ],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Fetcher: duration (p50, p99)",
+                left=[
+                    functions.fetcher.metric_duration(statistic="p50"),
+                    functions.fetcher.metric_duration(statistic="p99"),
+                ],
+                width=8,
+            ),
+            cw.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24),
+        )
+        return dashboard

@@ -1,0 +1,37 @@
+"""The crawl queue and its dead-letter queue."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import StackConfig
+
+
+class Queues(Construct):
+    """Encrypted, TLS-only queues; a message goes to the dead-letter queue after ``max_receive_count`` receives."""
+
+    def __init__(self, scope: Construct, id: str, *, config: StackConfig) -> None:
+        super().__init__(scope, id)
+        self.dead_letters = sqs.Queue(
+            self,
+            "DeadLetters",
+            queue_name=config.dlq_name,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(config.dlq_retention_days),
+        )
+        self.frontier = sqs.Queue(
+            self,
+            "Frontier",
+            queue_name=config.queue_name,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            # 6 x the fetcher's timeout: a batch the event source is still retrying must not
+            # become visible to a second fetcher (AWS's advice for SQS event sources).
+            visibility_timeout=Duration.seconds(config.visibility_timeout_s),
+            retention_period=Duration.days(config.queue_retention_days),
+            receive_message_wait_time=Duration.seconds(20),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=config.max_receive_count),
+        )

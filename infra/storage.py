@@ -1,0 +1,85 @@
+"""Where state lives: the run ledger and catalog tables, the records bucket and its access-log bucket."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.config import StackConfig
+from sluice.aws.objects import PAGES_PREFIX, RUNS_PREFIX
+
+
+class Storage(Construct):
+    """Both tables on demand with point-in-time recovery; the bucket encrypted, private, TLS-only, logged."""
+
+    def __init__(self, scope: Construct, id: str, *, config: StackConfig) -> None:
+        super().__init__(scope, id)
+        pk = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+        sk = dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING)
+        recovery = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
+        self.ledger = dynamodb.Table(
+            self,
+            "Ledger",
+            table_name=config.ledger_table,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=recovery,
+            # URL claims only matter while their run is in flight.
+            time_to_live_attribute="expires_at",
+            removal_policy=RemovalPolicy.RETAIN,
+            partition_key=pk,
+            sort_key=sk,
+        )
+        self.catalog = dynamodb.Table(
+            self,
+            "Catalog",
+            table_name=config.catalog_table,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=recovery,
+            removal_policy=RemovalPolicy.RETAIN,
+            partition_key=pk,
+            sort_key=sk,
+        )
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.bucket = s3.Bucket(
+            self,
+            "Records",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=False,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix="records/",
+            lifecycle_rules=[
+                # Per-page objects are working data: a run copies what it carries forward.
+                s3.LifecycleRule(id="expire-page-objects", prefix=PAGES_PREFIX, expiration=Duration.days(90)),
+                s3.LifecycleRule(
+                    id="age-run-outputs",
+                    prefix=RUNS_PREFIX,
+                    transitions=[
+                        s3.Transition(
+                            storage_class=s3.StorageClass.INFREQUENT_ACCESS, transition_after=Duration.days(30)
+                        ),
+                        s3.Transition(
+                            storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL, transition_after=Duration.days(90)
+                        ),
+                    ],
+                ),
+                s3.LifecycleRule(
+                    id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=Duration.days(2)
+                ),
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )

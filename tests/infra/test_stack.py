@@ -1,0 +1,313 @@
+"""The synthesized stack, one property per test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+from infra.config import DEFAULT
+from infra.crawls import deployed_specs
+
+from sluice.settings import Settings
+
+SPECS = deployed_specs()
+
+
+def of_type(resources: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {k: v for k, v in resources.items() if v["Type"] == kind}
+
+
+def _queue(resources: dict[str, Any], name: str) -> dict[str, Any]:
+    queues = of_type(resources, "AWS::SQS::Queue").values()
+    return next(q["Properties"] for q in queues if q["Properties"]["QueueName"] == name)
+
+
+def _function(resources: dict[str, Any], name: str) -> dict[str, Any]:
+    functions = of_type(resources, "AWS::Lambda::Function").values()
+    return next(f["Properties"] for f in functions if f["Properties"]["FunctionName"] == name)
+
+
+def _statements(resources: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in of_type(resources, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+# -- SQS -----------------------------------------------------------------------------------------
+
+
+def test_queue_is_encrypted(resources: dict[str, Any]) -> None:
+    assert _queue(resources, DEFAULT.queue_name)["SqsManagedSseEnabled"] is True
+
+
+def test_queue_visibility_is_six_times_the_fetcher_timeout(resources: dict[str, Any]) -> None:
+    assert _queue(resources, DEFAULT.queue_name)["VisibilityTimeout"] >= 6 * DEFAULT.fetcher.timeout_s
+
+
+def test_queue_long_polls(resources: dict[str, Any]) -> None:
+    assert _queue(resources, DEFAULT.queue_name)["ReceiveMessageWaitTimeSeconds"] == 20
+
+
+def test_queue_redrives_to_the_dead_letter_queue(resources: dict[str, Any]) -> None:
+    policy = _queue(resources, DEFAULT.queue_name)["RedrivePolicy"]
+    assert policy["maxReceiveCount"] == DEFAULT.max_receive_count
+    assert "DeadLetters" in json.dumps(policy["deadLetterTargetArn"])
+
+
+def test_dead_letter_queue_keeps_messages_fourteen_days(resources: dict[str, Any]) -> None:
+    assert _queue(resources, DEFAULT.dlq_name)["MessageRetentionPeriod"] == 14 * 86400
+
+
+def test_queues_refuse_plain_http(resources: dict[str, Any]) -> None:
+    policies = [p["Properties"]["PolicyDocument"] for p in of_type(resources, "AWS::SQS::QueuePolicy").values()]
+    assert len(policies) == 2
+    for policy in policies:
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in policy["Statement"]
+        )
+
+
+# -- Lambda --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("settings", [DEFAULT.scheduler, DEFAULT.fetcher, DEFAULT.finalizer], ids=lambda s: s.handler)
+def test_function_runs_its_handler_with_configured_memory_and_timeout(resources: dict[str, Any], settings: Any) -> None:
+    name = DEFAULT.name(settings.handler.split(".")[-2])
+    function = _function(resources, name)
+    assert function["Handler"] == settings.handler
+    assert function["MemorySize"] == settings.memory_mb
+    assert function["Timeout"] == settings.timeout_s
+    assert function.get("ReservedConcurrentExecutions") == settings.reserved_concurrency
+
+
+def test_functions_use_a_current_python_on_arm64(resources: dict[str, Any]) -> None:
+    for function in of_type(resources, "AWS::Lambda::Function").values():
+        assert function["Properties"]["Runtime"] == DEFAULT.runtime
+        assert function["Properties"]["Architectures"] == ["arm64"]
+
+
+def test_functions_share_the_dependency_layer(resources: dict[str, Any]) -> None:
+    layers = list(of_type(resources, "AWS::Lambda::LayerVersion"))
+    assert len(layers) == 1
+    for function in of_type(resources, "AWS::Lambda::Function").values():
+        assert function["Properties"]["Layers"] == [{"Ref": layers[0]}]
+
+
+def test_functions_are_traced(resources: dict[str, Any]) -> None:
+    for function in of_type(resources, "AWS::Lambda::Function").values():
+        assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_function_logs_are_json_and_kept_thirty_days(resources: dict[str, Any]) -> None:
+    groups = of_type(resources, "AWS::Logs::LogGroup").values()
+    assert sorted(g["Properties"]["LogGroupName"] for g in groups) == sorted(
+        f"/aws/lambda/{DEFAULT.name(n)}" for n in ("scheduler", "fetcher", "finalizer")
+    )
+    assert {g["Properties"]["RetentionInDays"] for g in groups} == {DEFAULT.log_retention_days}
+    for function in of_type(resources, "AWS::Lambda::Function").values():
+        assert function["Properties"]["LoggingConfig"]["LogFormat"] == "JSON"
+
+
+def test_function_environment_is_exactly_what_settings_validates(resources: dict[str, Any]) -> None:
+    env = _function(resources, DEFAULT.name("fetcher"))["Environment"]["Variables"]
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Sluice"
+    assert "SLUICE_ALLOW_LOOPBACK" not in env or env["SLUICE_ALLOW_LOOPBACK"] == "false"
+    concrete = {k: (v if isinstance(v, str) else "https://resolved.example/x") for k, v in env.items()}
+    settings = Settings.from_env(concrete)
+    assert str(settings.specs_dir) == "/var/task/crawls"
+    assert settings.allow_loopback is False
+
+
+def test_fetcher_event_source_reports_partial_failures_with_a_fleet_cap(resources: dict[str, Any]) -> None:
+    (mapping,) = (m["Properties"] for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values())
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BatchSize"] == DEFAULT.batch_size
+    assert mapping["MaximumBatchingWindowInSeconds"] == DEFAULT.batching_window_s
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": DEFAULT.fetcher_max_concurrency}
+
+
+# -- DynamoDB and S3 -----------------------------------------------------------------------------
+
+
+def test_tables_are_on_demand_encrypted_and_recoverable(resources: dict[str, Any]) -> None:
+    tables = [t["Properties"] for t in of_type(resources, "AWS::DynamoDB::Table").values()]
+    assert sorted(t["TableName"] for t in tables) == sorted([DEFAULT.ledger_table, DEFAULT.catalog_table])
+    for table in tables:
+        assert table["BillingMode"] == "PAY_PER_REQUEST"
+        assert table["SSESpecification"] == {"SSEEnabled": True}
+        assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+
+
+def test_ledger_expires_url_claims(resources: dict[str, Any]) -> None:
+    tables = {
+        t["Properties"]["TableName"]: t["Properties"] for t in of_type(resources, "AWS::DynamoDB::Table").values()
+    }
+    assert tables[DEFAULT.ledger_table]["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert "TimeToLiveSpecification" not in tables[DEFAULT.catalog_table]
+
+
+def test_buckets_are_encrypted_and_private(resources: dict[str, Any]) -> None:
+    for bucket in of_type(resources, "AWS::S3::Bucket").values():
+        props = bucket["Properties"]
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
+
+
+def test_buckets_refuse_plain_http(resources: dict[str, Any]) -> None:
+    policies = [p["Properties"]["PolicyDocument"] for p in of_type(resources, "AWS::S3::BucketPolicy").values()]
+    assert len(policies) == 2
+    for policy in policies:
+        assert any(s["Effect"] == "Deny" and "aws:SecureTransport" in json.dumps(s) for s in policy["Statement"])
+
+
+def test_records_bucket_logs_access(resources: dict[str, Any]) -> None:
+    logged = [b for b in of_type(resources, "AWS::S3::Bucket").values() if "LoggingConfiguration" in b["Properties"]]
+    assert len(logged) == 1
+    assert logged[0]["Properties"]["LoggingConfiguration"]["LogFilePrefix"] == "records/"
+
+
+def test_records_bucket_has_lifecycle_rules_per_prefix(resources: dict[str, Any]) -> None:
+    (records,) = (
+        b for b in of_type(resources, "AWS::S3::Bucket").values() if "LoggingConfiguration" in b["Properties"]
+    )
+    rules = {r["Id"]: r for r in records["Properties"]["LifecycleConfiguration"]["Rules"]}
+    assert rules["expire-page-objects"]["Prefix"] == "pages/"
+    assert rules["expire-page-objects"]["ExpirationInDays"] == 90
+    assert rules["age-run-outputs"]["Prefix"] == "runs/"
+    assert [t["StorageClass"] for t in rules["age-run-outputs"]["Transitions"]] == ["STANDARD_IA", "GLACIER_IR"]
+
+
+# -- EventBridge ---------------------------------------------------------------------------------
+
+
+def test_each_scheduled_spec_gets_a_rule_naming_its_crawl(resources: dict[str, Any]) -> None:
+    rules = [r["Properties"] for r in of_type(resources, "AWS::Events::Rule").values()]
+    scheduled = {
+        json.loads(r["Targets"][0]["Input"])["crawl"]: r["ScheduleExpression"]
+        for r in rules
+        if "Input" in r["Targets"][0]
+    }
+    assert scheduled == {s.name: s.schedule for s in SPECS if s.schedule}
+
+
+def test_a_sweep_finalizes_overdue_runs(resources: dict[str, Any]) -> None:
+    rules = [r["Properties"] for r in of_type(resources, "AWS::Events::Rule").values()]
+    sweeps = [r for r in rules if r["ScheduleExpression"] == f"rate({DEFAULT.sweep_minutes} minutes)"]
+    assert len(sweeps) == 1
+    assert "Input" not in sweeps[0]["Targets"][0]
+
+
+# -- CloudWatch and SNS --------------------------------------------------------------------------
+
+
+def _alarms(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        a["Properties"]["AlarmName"]: a["Properties"] for a in of_type(resources, "AWS::CloudWatch::Alarm").values()
+    }
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_record_count_alarm_uses_the_spec_floor(resources: dict[str, Any], spec: Any) -> None:
+    alarm = _alarms(resources)[f"sluice-{spec.name}-record-count-drop"]
+    assert alarm["Threshold"] == spec.alerts.record_count_floor
+    assert alarm["ComparisonOperator"] == "LessThanThreshold"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_error_rate_alarm_uses_the_spec_ceiling(resources: dict[str, Any], spec: Any) -> None:
+    alarm = _alarms(resources)[f"sluice-{spec.name}-error-rate"]
+    assert alarm["Threshold"] == spec.alerts.max_error_rate
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.schedule], ids=lambda s: s.name)
+def test_missing_run_alarm_breaches_on_silence(resources: dict[str, Any], spec: Any) -> None:
+    alarm = _alarms(resources)[f"sluice-{spec.name}-missing-run"]
+    assert alarm["TreatMissingData"] == "breaching"
+    assert alarm["Statistic"] == "SampleCount"
+    assert alarm["Period"] * alarm["EvaluationPeriods"] <= 7 * 86400
+
+
+def test_dead_letters_alarm_fires_on_the_first_message(resources: dict[str, Any]) -> None:
+    alarm = _alarms(resources)[DEFAULT.name("dead-letters")]
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+
+
+def test_fetcher_errors_and_throttles_are_alarmed(resources: dict[str, Any]) -> None:
+    alarms = _alarms(resources)
+    assert alarms[DEFAULT.name("fetcher-errors")]["MetricName"] == "Errors"
+    assert alarms[DEFAULT.name("fetcher-throttles")]["MetricName"] == "Throttles"
+
+
+def test_every_alarm_pages_through_the_topic(resources: dict[str, Any]) -> None:
+    (topic,) = of_type(resources, "AWS::SNS::Topic")
+    for name, alarm in _alarms(resources).items():
+        assert alarm["AlarmActions"] == [{"Ref": topic}], name
+
+
+def test_alarm_topic_is_encrypted_with_a_rotated_key(resources: dict[str, Any]) -> None:
+    (topic,) = of_type(resources, "AWS::SNS::Topic").values()
+    assert "KmsMasterKeyId" in topic["Properties"]
+    (key,) = of_type(resources, "AWS::KMS::Key").values()
+    assert key["Properties"]["EnableKeyRotation"] is True
+
+
+def test_alarm_email_from_context_is_subscribed(template: Template) -> None:
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"})
+
+
+def test_dashboard_shows_run_metrics_per_crawl(resources: dict[str, Any]) -> None:
+    (dashboard,) = of_type(resources, "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for spec in SPECS:
+        assert f"{spec.name}: records per run" in body
+
+
+# -- IAM -----------------------------------------------------------------------------------------
+
+
+def test_no_statement_grants_every_action(resources: dict[str, Any]) -> None:
+    for statement in _statements(resources):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert "*" not in actions, statement
+        assert not any(a.endswith(":*") for a in actions), statement
+
+
+def test_only_xray_is_granted_on_every_resource(resources: dict[str, Any]) -> None:
+    on_star = [s for s in _statements(resources) if s["Resource"] == "*"]
+    assert on_star
+    for statement in on_star:
+        assert set(statement["Action"]) == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_fetcher_writes_only_page_objects(resources: dict[str, Any], template: Template) -> None:
+    s3 = [s for s in _statements(resources) if any(str(a).startswith("s3:") for a in s["Action"] if isinstance(a, str))]
+    resources_json = [json.dumps(s["Resource"]) for s in s3]
+    assert all(
+        "/pages/*" in r or "/runs/*" in r or "s3:prefix" in json.dumps(s)
+        for r, s in zip(resources_json, s3, strict=True)
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        Match.object_like(
+            {
+                "PolicyName": Match.string_like_regexp("FunctionsFetcher.*"),
+                "PolicyDocument": {
+                    "Statement": Match.array_with(
+                        [Match.object_like({"Action": ["s3:PutObject", "s3:GetObject"], "Effect": "Allow"})]
+                    )
+                },
+            }
+        ),
+    )
