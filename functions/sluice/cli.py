@@ -84,6 +84,24 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if run.summary["verdict"]["healthy"] else 1
 
 
+def _start(args: argparse.Namespace) -> int:
+    """Start a run of a deployed crawl by invoking the stack's scheduler (uses your AWS credentials)."""
+    from infra.config import DEFAULT
+    from sluice.aws.clients import client
+
+    function = f"{DEFAULT.prefix}-{args.stage}-scheduler"
+    answer = client("lambda").invoke(
+        FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps({"crawl": args.crawl}).encode()
+    )
+    body = json.loads(answer["Payload"].read() or b"null")
+    if answer.get("FunctionError"):
+        message = body.get("errorMessage", body) if isinstance(body, dict) else body
+        print(f"{function} refused: {message}", file=sys.stderr)
+        return 1
+    print(json.dumps(body, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -110,6 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     run.set_defaults(run=_run)
+
+    start = commands.add_parser("start", help="start a run of a deployed crawl now (invokes the scheduler)")
+    start.add_argument("crawl", metavar="NAME")
+    start.add_argument("--stage", default="dev", help="the stack's stage (default dev)")
+    start.set_defaults(run=_start)
 
     demo = commands.add_parser("demo", help="three nightly runs of the demo crawl on moto, told as a story")
     demo.add_argument("--spec", default=str(DEMO_SPEC))
