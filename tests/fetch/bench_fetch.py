@@ -73,13 +73,18 @@ def server(latency_s: float, body_kb: int) -> Iterator[int]:
 
 
 async def run_fetcher(
-    port: int, n: int, inflight: int, make: Callable[[httpx.Limits], httpx.AsyncBaseTransport]
+    port: int,
+    n: int,
+    inflight: int,
+    make: Callable[[httpx.Limits], httpx.AsyncBaseTransport] | None,
+    robots: bool = False,
 ) -> tuple[float, float, int]:
-    """(pages/s, client CPU ms per request, pages fetched) through PageFetcher."""
-    politeness = Politeness(concurrency=inflight, concurrency_per_domain=inflight, obey_robots=False)
+    """(pages/s, client CPU ms per request, pages fetched) through PageFetcher (``make`` None: its default)."""
+    politeness = Politeness(concurrency=inflight, concurrency_per_domain=inflight, obey_robots=robots)
     limits = httpx.Limits(max_connections=inflight, max_keepalive_connections=inflight)
     guard = AddressGuard(trusted=[f"127.0.0.1:{port}"])
-    async with PageFetcher(politeness, transport=make(limits), guard=guard) as fetcher:
+    transport = make(limits) if make is not None else None
+    async with PageFetcher(politeness, transport=transport, guard=guard) as fetcher:
         warm = [(f"http://127.0.0.1:{port}/w{i}", None) for i in range(inflight)]
         async for _ in fetcher.fetch_many(warm):
             pass
@@ -108,6 +113,25 @@ async def run_plain_httpx(port: int, n: int, inflight: int) -> tuple[float, floa
     return n / wall, cpu * 1000 / n, ok
 
 
+async def run_plain_aiohttp(port: int, n: int, inflight: int) -> tuple[float, float, int]:
+    """The floor: a bare aiohttp session with a semaphore (no httpx, no fetch-layer logic)."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=inflight)) as session:
+        sem = asyncio.Semaphore(inflight)
+
+        async def one(i: int) -> bool:
+            async with sem, session.get(f"http://127.0.0.1:{port}/p{i}") as response:
+                await response.read()
+                return response.status == 200
+
+        await asyncio.gather(*(one(i) for i in range(inflight)))
+        cpu, wall = time.process_time(), time.perf_counter()
+        ok = sum(await asyncio.gather(*(one(i) for i in range(n))))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return n / wall, cpu * 1000 / n, ok
+
+
 def main() -> None:
     """Parse arguments; serve, or benchmark every transport."""
     parser = argparse.ArgumentParser()
@@ -125,15 +149,16 @@ def main() -> None:
         serve(args.serve, latency, args.body_kb)
         return
     Job = Callable[[int], Coroutine[Any, Any, tuple[float, float, int]]]
+    n, inflight, robots = args.requests, args.inflight, args.robots
     candidates: dict[str, Job] = {
-        "plain httpx client (reference)": lambda port: run_plain_httpx(port, args.requests, args.inflight),
-        "PageFetcher + httpx transport": lambda port: run_fetcher(port, args.requests, args.inflight, httpx_transport),
+        "plain httpx client (reference)": lambda port: run_plain_httpx(port, n, inflight),
+        "plain aiohttp client (reference)": lambda port: run_plain_aiohttp(port, n, inflight),
+        "PageFetcher + httpx transport": lambda port: run_fetcher(port, n, inflight, httpx_transport, robots),
         f"PageFetcher + httpx sharded x{args.shards}": lambda port: run_fetcher(
-            port, args.requests, args.inflight, lambda lim: ShardedTransport.of_httpx(lim, args.shards)
+            port, n, inflight, lambda lim: ShardedTransport.of_httpx(lim, args.shards), robots
         ),
-        "PageFetcher + aiohttp transport": lambda port: run_fetcher(
-            port, args.requests, args.inflight, aiohttp_transport
-        ),
+        "PageFetcher + aiohttp transport": lambda port: run_fetcher(port, n, inflight, aiohttp_transport, robots),
+        "PageFetcher default (aiohttp+guard)": lambda port: run_fetcher(port, n, inflight, None, robots),
     }
     ceiling = args.inflight / latency
     out = sys.stdout

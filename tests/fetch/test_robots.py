@@ -141,3 +141,23 @@ async def test_cache_api_one_load_per_origin() -> None:
 def test_robots_url() -> None:
     assert robots_url("HTTP://Example.COM:80/a/b?c#d") == "http://example.com/robots.txt"
     assert robots_url("https://[::1]:8443/x") == "https://[::1]:8443/robots.txt"
+
+
+async def test_closing_cancels_a_robots_fetch_under_way(mock_fetcher: FetcherFactory, respond: Respond) -> None:
+    release = asyncio.Event()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/robots.txt":
+            await release.wait()
+        return respond()
+
+    fetcher = mock_fetcher(handler, obey_robots=True)
+    page = asyncio.create_task(fetcher.fetch("http://example.com/a"))
+    for _ in range(100):  # bounded: until the robots fetch is under way
+        if fetcher.stats.requests:
+            break
+        await asyncio.sleep(0.001)
+    await fetcher.aclose()
+    with pytest.raises(asyncio.CancelledError):
+        await page
+    assert fetcher.stats.requests == 1

@@ -21,6 +21,9 @@ class _Domain:
 class DomainGate:
     """Admits a request when its domain has a free slot, the domain's delay since the last
     start has passed, and a global slot is free; the global slot is taken only after the wait.
+
+    The delay runs from the later of a request's admission and its :meth:`touch` (answer begun),
+    so local scheduling jitter can never bring two starts closer than the delay at the server.
     """
 
     def __init__(self, concurrency: int, per_domain: int, min_delay_s: float = 0.0) -> None:
@@ -43,8 +46,11 @@ class DomainGate:
             async with state.slots:
                 if delay > 0:
                     async with state.lock:
-                        wait = state.last_start + delay - time.monotonic()
-                        if wait > 0:
+                        # a touch may move last_start on while we sleep, once per request in flight at most
+                        for _ in range(self.per_domain + 1):
+                            wait = state.last_start + delay - time.monotonic()
+                            if wait <= 0:
+                                break
                             await asyncio.sleep(wait)
                         await self._global.acquire()
                         state.last_start = time.monotonic()
@@ -60,6 +66,12 @@ class DomainGate:
                     self._global.release()
         finally:
             state.users -= 1
+
+    def touch(self, domain: str) -> None:
+        """Note that the request holding a slot of ``domain`` has surely reached the server (its answer began)."""
+        state = self._domains.get(domain)
+        if state is not None:
+            state.last_start = max(state.last_start, time.monotonic())
 
     def _domain(self, domain: str) -> _Domain:
         state = self._domains.get(domain)

@@ -44,7 +44,11 @@ class _Rules:
 def robots_url(url: str | httpx.URL) -> str:
     """The robots.txt URL that governs ``url``."""
     parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
-    return str(httpx.URL(scheme=parsed.scheme, host=parsed.host, port=parsed.port, path="/robots.txt"))
+    host = parsed.raw_host.decode("ascii")
+    host = f"[{host}]" if ":" in host else host
+    port = parsed.port
+    default = 443 if parsed.scheme == "https" else 80
+    return f"{parsed.scheme}://{host}{'' if port in (None, default) else f':{port}'}/robots.txt"
 
 
 class RobotsCache:
@@ -72,7 +76,7 @@ class RobotsCache:
         self._pending: dict[str, asyncio.Task[_Rules]] = {}
         self.fetches = 0
 
-    async def check(self, url: str, user_agent: str) -> str | None:
+    async def check(self, url: str | httpx.URL, user_agent: str) -> str | None:
         """None when robots.txt lets ``user_agent`` fetch ``url``, else the reason it does not.
 
         Raises :class:`DeferredFetchError` while the origin's robots.txt is unreachable.
@@ -80,24 +84,31 @@ class RobotsCache:
         rules = await self._load(robots_url(url))
         if rules.refusal is not None:
             raise DeferredFetchError(rules.refusal)
-        if rules.parser is not None and not rules.parser.can_fetch(url, user_agent):
+        if rules.parser is not None and not rules.parser.can_fetch(str(url), user_agent):
             return "robots.txt disallows"
         return None
 
-    async def allowed(self, url: str, user_agent: str) -> bool:
+    async def allowed(self, url: str | httpx.URL, user_agent: str) -> bool:
         """Whether robots.txt lets ``user_agent`` fetch ``url`` (False while it is unreachable)."""
         try:
             return await self.check(url, user_agent) is None
         except DeferredFetchError:
             return False
 
-    def crawl_delay(self, url: str, user_agent: str) -> float | None:
+    def crawl_delay(self, url: str | httpx.URL, user_agent: str) -> float | None:
         """The Crawl-delay for ``url``'s origin (capped), if its robots.txt is loaded and sets one."""
         rules = self._rules.get(robots_url(url))
         if rules is None or rules.parser is None:
             return None
         delay = rules.parser.crawl_delay(user_agent)
         return None if delay is None else min(float(delay), self._max_crawl_delay)
+
+    async def aclose(self) -> None:
+        """Cancel robots.txt fetches still under way (their callers see CancelledError)."""
+        pending = list(self._pending.values())
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     async def _load(self, key: str) -> _Rules:
         rules = self._rules.get(key)

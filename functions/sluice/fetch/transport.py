@@ -11,6 +11,7 @@ import aiohttp
 import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 from httpx_aiohttp import AiohttpTransport
+from httpx_aiohttp.transport import AiohttpResponseStream
 
 from .errors import UnsafeAddressError
 from .safety import AddressGuard, address_refusal
@@ -52,13 +53,18 @@ class GuardedResolver(AbstractResolver):
 class MappedAiohttpTransport(AiohttpTransport):
     """httpx-aiohttp's transport, also mapping the aiohttp errors it lets through (malformed answers)."""
 
+    chunk_size = 64 * 1024
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; every aiohttp error surfaces as an httpx.TransportError."""
         try:
-            return await super().handle_async_request(request)
+            response = await super().handle_async_request(request)
         except aiohttp.ClientError as exc:
             message = exc.message if isinstance(exc, aiohttp.ClientResponseError) else str(exc)
             raise httpx.RemoteProtocolError(f"malformed answer: {message}", request=request) from exc
+        if isinstance(response.stream, AiohttpResponseStream):
+            response.stream.CHUNK_SIZE = self.chunk_size  # fewer trips through the stream layers
+        return response
 
 
 def aiohttp_transport(limits: httpx.Limits, guard: AddressGuard | None = None) -> httpx.AsyncBaseTransport:
