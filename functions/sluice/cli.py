@@ -87,6 +87,7 @@ def _run(args: argparse.Namespace) -> int:
 def _start(args: argparse.Namespace) -> int:
     """Start a run of a deployed crawl by invoking the stack's scheduler (uses your AWS credentials)."""
     from infra.config import DEFAULT
+
     from sluice.aws.clients import client
 
     function = f"{DEFAULT.prefix}-{args.stage}-scheduler"

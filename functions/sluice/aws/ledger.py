@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from secrets import token_hex
+from secrets import randbelow
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
@@ -56,9 +56,14 @@ def url_hash(url: str) -> str:
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """Sortable by start time, unique by a random suffix: ``20261129T210000Z-3fa2c1``."""
+    """Sortable by start time, unique by a random suffix: ``20261129T210000Z-3e72c1``.
+
+    The suffix starts with the millisecond (three hex digits), so two runs started within one
+    second still sort in start order and a quick re-run finds the run before it; three random
+    hex digits follow.
+    """
     now = now or datetime.now(UTC)
-    return f"{now:%Y%m%dT%H%M%SZ}-{token_hex(3)}"
+    return f"{now:%Y%m%dT%H%M%SZ}-{now.microsecond // 1000:03x}{randbelow(16**3):03x}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +94,17 @@ class RunState:
     failures: Mapping[str, int]
     finished_at: str | None = None
     healthy: bool | None = None
+    seeding: bool = False
+    """The scheduler is still fanning the seeds out (possibly over several invocations)."""
 
     @property
     def pending(self) -> int:
         return self.counters.get("enqueued", 0) - self.counters.get("done", 0)
+
+    @property
+    def drained(self) -> bool:
+        """Every seed is enqueued and every URL enqueued is done: nothing more will happen in this run."""
+        return not self.seeding and self.pending <= 0
 
     @property
     def records(self) -> int:
@@ -133,6 +145,7 @@ class RunLedger:
             "spec_digest": spec_digest,
             "missing": {},
             "failures": {},
+            "seeding": True,
             **dict.fromkeys(COUNTERS, 0),
         }
         lock = {
@@ -257,6 +270,23 @@ class RunLedger:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
+
+    def seeded(self, crawl: str, run_id: str) -> RunState | None:
+        """Mark a run's fan-out complete; return the run as it then stands (None if there is no such run)."""
+        try:
+            answer = self._db.update_item(
+                TableName=self.table,
+                Key=to_item({"pk": f"crawl#{crawl}", "sk": f"run#{run_id}"}),
+                UpdateExpression="SET seeding = :f",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues=to_item({":f": False}),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise
+        return self._state(from_item(answer["Attributes"]))
 
     def add_dead_letters(self, crawl: str, run_id: str, count: int) -> None:
         self._db.update_item(
@@ -436,6 +466,7 @@ class RunLedger:
             failures={k: int(v) for k, v in item.get("failures", {}).items()},
             finished_at=item.get("finished_at"),
             healthy=item.get("healthy"),
+            seeding=bool(item.get("seeding", False)),
         )
 
 

@@ -20,9 +20,6 @@ from sluice.handlers.runtime import services
 from sluice.observability import logger
 from sluice.pipeline.batch import Fetchers, QueuedMessage, visit_batch
 
-processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-
-
 _containers = threading.local()
 
 
@@ -50,6 +47,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if error is not None:
             raise error
 
+    # A processor per invocation: it holds the batch's results, and the local runner's worker threads
+    # (standing in for containers) invoke this handler concurrently.
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = process_partial_response(event=event, record_handler=report, processor=processor, context=context)
     return dict(response)
 

@@ -8,10 +8,13 @@ queue's maximum receives); a transient failure returns its message with a visibi
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from sluice.aws.clients import client
 from sluice.fetch.client import PageFetcher
@@ -43,7 +46,8 @@ class QueuedMessage:
 def visibility_backoff(receive_count: int, retry_after_s: float, rng: random.Random, *, base: float, cap: float) -> int:
     """Seconds until the message is visible again: jittered exponential (half to full), never below Retry-After."""
     ceiling = min(cap, base * 2 ** max(0, receive_count - 1))
-    return int(min(cap, max(retry_after_s, rng.uniform(ceiling / 2, ceiling))))
+    # Rounded up: SQS takes whole seconds, and a fractional Retry-After (an HTTP date) must not be cut short.
+    return math.ceil(min(cap, max(retry_after_s, rng.uniform(ceiling / 2, ceiling))))
 
 
 class Fetchers:
@@ -106,9 +110,17 @@ async def _visit(
 
 
 async def _return_after(services: Services, queued: QueuedMessage, delay_s: int) -> None:
-    await asyncio.to_thread(
-        client("sqs").change_message_visibility,
-        QueueUrl=services.settings.queue_url,
-        ReceiptHandle=queued.receipt_handle,
-        VisibilityTimeout=delay_s,
-    )
+    try:
+        await asyncio.to_thread(
+            client("sqs").change_message_visibility,
+            QueueUrl=services.settings.queue_url,
+            ReceiptHandle=queued.receipt_handle,
+            VisibilityTimeout=delay_s,
+        )
+    except ClientError as exc:
+        # The message is reported failed all the same; with its receipt handle expired it comes back
+        # after its visibility timeout. Raising here would fail the whole batch, done messages included.
+        logger.warning(
+            "visibility not changed",
+            extra={"message_id": queued.message_id, "delay_s": delay_s, "error": exc.response["Error"]["Code"]},
+        )

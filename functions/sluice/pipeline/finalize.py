@@ -1,7 +1,8 @@
 """Finalize a run: judge it, compact its records, write its summary, emit its metrics, release its lock.
 
 Finalizing happens once per run (a conditional status change guards it). A run is finalized
-when nothing is pending, or by a sweep once it passes its deadline, as unfinished.
+when its fan-out is complete and nothing is pending, or by a sweep once it passes its deadline,
+as unfinished.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = F
     run = services.ledger.get_run(crawl, run_id)
     if run is None or run.status != "running":
         return None
-    finished = run.pending <= 0
+    finished = run.drained
     if not (finished or run.overdue or force):
         return None
     if not services.ledger.begin_finalizing(crawl, run_id):
@@ -47,7 +48,7 @@ def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = F
         items=run.counters["items"],
         missing=run.missing,
     )
-    verdict = judge(counts, previous.records if previous else None, spec.alerts, finished=run.pending <= 0)
+    verdict = judge(counts, previous.records if previous else None, spec.alerts, finished=run.drained)
     records_key, lines = services.objects.compact(crawl, run_id)
     summary = run_summary(run, verdict, previous, records_key, lines)
     summary_key = services.objects.put_summary(crawl, run_id, summary)
@@ -74,7 +75,7 @@ def run_summary(
     return {
         "crawl": run.crawl,
         "run_id": run.run_id,
-        "status": "finished" if run.pending <= 0 else "unfinished",
+        "status": "finished" if run.drained else "unfinished",
         "started_at": run.started_at,
         "finalized_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spec_digest": run.spec_digest,

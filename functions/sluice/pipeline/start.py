@@ -2,6 +2,8 @@
 
 A fan-out proceeds in chunks and stops while it has time left: the caller continues it from
 ``offset`` in a fresh invocation, so a million seeds fit Lambda's 15 minutes and its memory.
+Until the fan-out completes the run is seeding: however fast the fetchers catch up, it is not
+done, and the invocation that completes the fan-out asks for finalizing if they already have.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
             logger.info("fan-out continues", extra={"crawl": spec.name, "run_id": run_id, "offset": offset})
             return StartResult(spec.name, run_id, offset, total, enqueued, complete=False)
     logger.info("fan-out complete", extra={"crawl": spec.name, "run_id": run_id, "seeds": total, "enqueued": enqueued})
+    seeded = services.ledger.seeded(spec.name, run_id)
+    if seeded is not None and seeded.status == "running" and seeded.drained:
+        # The fetchers finished every page while the fan-out was still under way: none of them will ask.
+        services.finalize_later({"crawl": spec.name, "run_id": run_id})
     return StartResult(spec.name, run_id, offset, total, enqueued, complete=True)
 
 

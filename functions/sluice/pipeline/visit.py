@@ -64,11 +64,18 @@ async def visit_message(
     pages = await asyncio.to_thread(services.catalog.pages, spec.name, [t.url for t in todo])
     last_try = receive_count >= services.settings.max_receive_count
     visit = _Visit(spec, message.run_id, services, receive_count)
-    results = await asyncio.gather(*(visit.one(task, pages.get(task.url), fetcher, last_try) for task in todo))
+    # Every URL runs to its end before the message's fate is decided: one URL's crash must not leave
+    # the others in flight on an event loop that stops (and is frozen) when the handler returns.
+    results = await asyncio.gather(
+        *(visit.one(task, pages.get(task.url), fetcher, last_try) for task in todo), return_exceptions=True
+    )
     counted = sum(1 for r in results if r is True)
     retries = [r for r in results if isinstance(r, Failed)]
     if counted:
         await asyncio.to_thread(_finalize_if_done, services, spec.name, message.run_id)
+    crashed = [r for r in results if isinstance(r, BaseException)]
+    if crashed:
+        raise crashed[0]
     if retries:
         delay = max((r.retry_after_s or 0.0) for r in retries)
         raise RetryLater(delay, "; ".join(sorted({f"{r.url}: {r.reason}" for r in retries})))
@@ -77,7 +84,7 @@ async def visit_message(
 
 def _finalize_if_done(services: Services, crawl: str, run_id: str) -> None:
     run = services.ledger.get_run(crawl, run_id)
-    if run is not None and run.status == "running" and run.pending <= 0:
+    if run is not None and run.status == "running" and run.drained:
         logger.info("run has nothing pending", extra={"crawl": crawl, "run_id": run_id})
         services.finalize_later({"crawl": crawl, "run_id": run_id})
 

@@ -1,0 +1,112 @@
+"""Transient and permanent HTTP failures through the fetcher: retried in process, via the queue, or not at all."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from sluice.demosite import RunningDemoSite
+from sluice.pipeline.batch import visibility_backoff
+from sluice.pipeline.visit import IN_PROCESS_WAIT_CAP_S
+
+CRAWL = "edge"
+
+
+def only_page(pipeline: Any, site: RunningDemoSite, books_spec: Any, path: str, *, retry_times: int) -> str:
+    """Start a run whose single seed is ``path``; return the run id."""
+    pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=[path], retry_times=retry_times))
+    return str(pipeline.start(CRAWL))
+
+
+def test_503_then_success_is_retried_in_process_and_counted_once(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    run_id = only_page(pipeline, site, books_spec, "/_test/flaky/a?fail=2&status=503", retry_times=2)
+    batch = pipeline.receive(10)
+
+    assert pipeline.deliver(batch) == set()
+    assert site.stats.count("/_test/flaky/a") == 3
+    c = pipeline.run_state(CRAWL, run_id).counters
+    assert (c["done"], c["fetched"], c["failed"]) == (1, 1, 0)
+    assert pipeline.visibility_changes == []
+    assert pipeline.in_queue() == 0
+
+
+def test_503_beyond_the_in_process_retries_comes_back_through_the_queue_and_succeeds(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    run_id = only_page(pipeline, site, books_spec, "/_test/flaky/b?fail=3&status=503", retry_times=1)
+    first = pipeline.receive(10)
+    assert pipeline.deliver(first) == {first[0]["MessageId"]}
+    assert pipeline.run_state(CRAWL, run_id).counters["done"] == 0
+    assert [c["ReceiptHandle"] for c in pipeline.visibility_changes] == [first[0]["ReceiptHandle"]]
+
+    second = pipeline.receive(10)
+    assert [m["MessageId"] for m in second] == [first[0]["MessageId"]]
+    assert second[0]["Attributes"]["ApproximateReceiveCount"] == "2"
+    assert pipeline.deliver(second) == set()
+
+    assert site.stats.count("/_test/flaky/b") == 4  # 2 attempts per delivery
+    c = pipeline.run_state(CRAWL, run_id).counters
+    assert (c["done"], c["fetched"], c["failed"]) == (1, 1, 0)
+    assert pipeline.in_queue() == 0
+    assert [f["run_id"] for f in pipeline.finalize()] == [run_id]
+
+
+@pytest.mark.parametrize("form", ["delta", "date"])
+def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at_least_that_long(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any, form: str
+) -> None:
+    seconds = IN_PROCESS_WAIT_CAP_S + 3
+    run_id = only_page(
+        pipeline, site, books_spec, f"/_test/retry-after/c?seconds={seconds:g}&form={form}", retry_times=3
+    )
+    first = pipeline.receive(10)
+    assert pipeline.deliver(first) == {first[0]["MessageId"]}
+
+    assert site.stats.count("/_test/retry-after/c") == 1  # not slept through in process
+    [change] = pipeline.visibility_changes
+    assert change["ReceiptHandle"] == first[0]["ReceiptHandle"]
+    [returned] = logs.named("message returned to the queue")
+    asked = float(re.search(r"Retry-After ([0-9.]+)s", returned["reason"]).group(1))  # type: ignore[union-attr]
+    assert asked > IN_PROCESS_WAIT_CAP_S
+    assert change["VisibilityTimeout"] >= asked
+    assert returned["delay_s"] == change["VisibilityTimeout"]
+    assert pipeline.receive(10) == []  # invisible now
+    assert pipeline.in_queue() == 1
+    assert pipeline.run_state(CRAWL, run_id).counters["done"] == 0
+
+    pipeline.make_visible(first)  # ... as it will be once the Retry-After has passed
+    assert pipeline.deliver(pipeline.receive(10)) == set()
+    c = pipeline.run_state(CRAWL, run_id).counters
+    assert (c["done"], c["fetched"], c["failed"]) == (1, 1, 0)
+    assert site.stats.count("/_test/retry-after/c") == 2
+
+
+def test_404_is_counted_failed_once_and_not_retried(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any
+) -> None:
+    run_id = only_page(pipeline, site, books_spec, "/_test/status/404", retry_times=3)
+    batch = pipeline.receive(10)
+
+    assert pipeline.deliver(batch) == set()  # acknowledged: a permanent failure is an outcome, not an error
+    assert site.stats.count("/_test/status/404") == 1
+    run = pipeline.run_state(CRAWL, run_id)
+    assert (run.counters["done"], run.counters["failed"], run.counters["fetched"]) == (1, 1, 0)
+    assert run.failures == {"http 404": 1}
+    assert pipeline.visibility_changes == []
+    assert pipeline.in_queue() == 0
+    assert [e["url"] for e in logs.named("page failed")] == [f"{site.base_url}/_test/status/404"]
+
+
+@pytest.mark.parametrize("retry_after", [0.2, 6.4, 7.0, 59.5])
+@pytest.mark.parametrize("receive_count", [1, 3])
+def test_visibility_backoff_is_never_below_the_retry_after(retry_after: float, receive_count: int) -> None:
+    rng = random.Random(7)
+    for _ in range(50):
+        delay = visibility_backoff(receive_count, retry_after, rng, base=10.0, cap=900.0)
+        assert isinstance(delay, int)
+        assert delay >= retry_after

@@ -1,0 +1,80 @@
+"""`sluice run --json`: the promised output shape, the exit code of a verdict, and state kept between local runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sluice.cli import main
+from sluice.demosite import RunningDemoSite
+from sluice.spec import parse_spec
+
+CRAWL = "books"
+PAGES = 5
+BOOKS = 100
+
+
+def sluice_run(spec: Path, state: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = main(["run", str(spec), "--allow-loopback", "--state", str(state), "--json", "--workers", "2"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out)
+
+
+def assert_shape(out: dict[str, Any]) -> None:
+    assert {"crawl", "run_id", "status", "pages", "records", "dead_letters", "verdict", "outputs"} <= set(out)
+    assert set(out["pages"]) == {"fetched", "not_modified", "failed", "skipped"}
+    assert set(out["records"]) == {"total", "new", "changed", "unchanged"}
+    assert set(out["verdict"]) == {"healthy", "alerts"}
+    assert out["crawl"] == CRAWL
+    assert out["status"] == "finished"
+    assert out["dead_letters"] == 0
+    for name in ("records", "summary", "logs"):
+        assert Path(out["outputs"][name]).is_file()
+    lines = Path(out["outputs"]["records"]).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == out["records"]["total"]
+    assert json.loads(Path(out["outputs"]["summary"]).read_text(encoding="utf-8"))["run_id"] == out["run_id"]
+
+
+def test_sluice_run_json_keeps_state_between_runs_and_fails_on_an_unhealthy_verdict(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = books_spec(CRAWL, site.base_url)
+    parse_spec(data)
+    spec = tmp_path / "crawls" / f"{CRAWL}.yaml"
+    spec.parent.mkdir()
+    spec.write_text(yaml.safe_dump(data), encoding="utf-8")
+    state = tmp_path / "state"
+    listings = [f"/catalogue/page-{n}.html" for n in range(1, PAGES + 1)]
+
+    code, first = sluice_run(spec, state, capsys)
+    assert code == 0
+    assert_shape(first)
+    assert first["pages"] == {"fetched": PAGES, "not_modified": 0, "failed": 0, "skipped": 0}
+    assert first["records"] == {"total": BOOKS, "new": BOOKS, "changed": 0, "unchanged": 0}
+    assert first["verdict"] == {"healthy": True, "alerts": []}
+    assert all(r.if_none_match is None for p in listings for r in site.stats.records(p))
+
+    site.stats.reset()
+    code, second = sluice_run(spec, state, capsys)
+    assert code == 0
+    assert_shape(second)
+    assert second["run_id"] > first["run_id"]
+    # The state folder carried the validators: every page was asked "changed since?" and answered 304.
+    assert [len(site.stats.records(p)) for p in listings] == [1] * PAGES
+    assert all(site.stats.records(p)[0].if_none_match for p in listings)
+    assert all(site.stats.records(p)[0].status == 304 for p in listings)
+    assert second["pages"] == {"fetched": 0, "not_modified": PAGES, "failed": 0, "skipped": 0}
+    assert second["records"] == {"total": BOOKS, "new": 0, "changed": 0, "unchanged": BOOKS}
+    assert second["previous_run"] == {"run_id": first["run_id"], "records": BOOKS}
+
+    site.set_catalogue(books=BOOKS, broken_selector=True)
+    code, third = sluice_run(spec, state, capsys)
+    assert code == 1
+    assert_shape(third)
+    assert third["verdict"]["healthy"] is False
+    assert "record_count_drop" in {a["check"] for a in third["verdict"]["alerts"]}
+    assert third["records"]["total"] == 0

@@ -1,0 +1,112 @@
+"""Each handler accepts its sample event from ``events/`` (with the run id and URLs of a real run substituted)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import SQSEvent
+
+from sluice.demosite import RunningDemoSite
+from sluice.handlers import fetcher, finalizer, scheduler
+from sluice.local.context import LocalContext
+from sluice.messages import CrawlMessage, FinalizeEvent, StartEvent, parse_body
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+CRAWL = "demo-books"  # the crawl the samples name
+SAMPLE_PORT = 8710
+
+
+def sample(name: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / name).read_text(encoding="utf-8"))
+    return event
+
+
+def ctx(name: str) -> Any:
+    return LocalContext(function_name=f"sluice-dev-{name}", timeout_s=900)
+
+
+def test_sample_events_are_what_the_functions_parse() -> None:
+    assert parse_body(StartEvent, sample("scheduler.json")) == StartEvent(crawl=CRAWL)
+    [record] = SQSEvent(sample("fetcher.json")).records
+    message = parse_body(CrawlMessage, record.body)
+    assert (message.crawl, record.attributes.approximate_receive_count) == (CRAWL, "1")
+    assert record.md5_of_body == hashlib.md5(record.body.encode()).hexdigest()  # noqa: S324 - SQS's own checksum
+    finalize = parse_body(FinalizeEvent, sample("finalizer.json"))
+    assert finalize.crawl == CRAWL
+    assert finalize.run_id is not None
+    sweep = sample("finalizer-sweep.json")
+    assert (sweep["detail-type"], sweep["source"]) == ("Scheduled Event", "aws.events")
+    assert "crawl" not in sweep
+    assert "run_id" not in sweep
+    assert (EVENTS / "README.md").exists()
+
+
+def test_scheduler_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+    answer = scheduler.handler(sample("scheduler.json"), ctx("scheduler"))
+
+    assert (answer["crawl"], answer["complete"], answer["enqueued"]) == (CRAWL, True, 5)
+    assert pipeline.run_state(CRAWL, answer["run_id"]).status == "running"
+    assert pipeline.in_queue() == 1
+
+
+def test_fetcher_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+    run_id = pipeline.start(CRAWL)
+    event = sample("fetcher.json")
+    record = event["Records"][0]
+    body = json.loads(record["body"])
+    body["run_id"] = run_id
+    for task in body["tasks"]:
+        task["url"] = task["url"].replace(f"127.0.0.1:{SAMPLE_PORT}", f"127.0.0.1:{site.port}")
+    record["body"] = json.dumps(body)
+
+    assert fetcher.handler(event, ctx("fetcher")) == {"batchItemFailures": []}
+    c = pipeline.run_state(CRAWL, run_id).counters
+    assert (c["done"], c["fetched"], c["records_new"]) == (1, 1, 20)
+    assert site.stats.count("/catalogue/page-1.html") == 1
+
+
+def test_finalizer_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+    run_id = pipeline.start(CRAWL)
+    pipeline.drain()
+    assert pipeline.finalize_requests == [{"crawl": CRAWL, "run_id": run_id}]
+    pipeline.finalize_requests.clear()  # the finalizer is invoked with the sample instead
+    event = sample("finalizer.json") | {"run_id": run_id}
+
+    answer = finalizer.handler(event, ctx("finalizer"))
+    assert answer == {
+        "finalized": [
+            {
+                "crawl": CRAWL,
+                "run_id": run_id,
+                "summary_key": pipeline.services.objects.summary_key(CRAWL, run_id),
+                "healthy": True,
+            }
+        ]
+    }
+    assert pipeline.run_state(CRAWL, run_id).status == "finished"
+    assert finalizer.handler(event, ctx("finalizer")) == {"finalized": []}  # once only
+
+
+def test_sweep_event_finalizes_a_run_whose_finalize_request_was_lost(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec("in-flight", site.base_url, pages=1))
+    done = pipeline.start(CRAWL)
+    pipeline.drain()
+    pipeline.finalize_requests.clear()  # the fetcher's async invoke never arrived
+    in_flight = pipeline.start("in-flight")  # its page is still queued
+    assert pipeline.run_state(CRAWL, done).status == "running"
+
+    answer = finalizer.handler(sample("finalizer-sweep.json"), ctx("finalizer"))
+    assert [(f["crawl"], f["run_id"], f["healthy"]) for f in answer["finalized"]] == [(CRAWL, done, True)]
+    assert pipeline.run_state(CRAWL, done).status == "finished"
+    assert pipeline.run_state("in-flight", in_flight).status == "running"
+    assert pipeline.services.ledger.active_run(CRAWL) is None
+    assert pipeline.services.ledger.active_run("in-flight") is not None
