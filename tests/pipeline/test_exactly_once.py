@@ -255,3 +255,22 @@ def test_message_failure_waits_for_its_other_urls(
     pipeline.finalize()
     counters = pipeline.run_state(CRAWL, run_id).counters
     assert (counters["done"], counters["fetched"], counters["failed"]) == (3, 2, 1)
+
+
+def test_page_whose_stored_records_expired_is_fetched_whole_not_emptied(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    first = pipeline.run(CRAWL)
+    gone = canonicalize_url(f"{site.base_url}{listing(3)}")
+    s3 = pipeline.services.objects
+    s3._s3.delete_object(Bucket=s3.bucket, Key=s3.page_key(CRAWL, first, gone))  # the lifecycle rule's work
+    site.reset()
+
+    second = pipeline.run(CRAWL)
+
+    run = pipeline.run_state(CRAWL, second)
+    assert (run.counters["fetched"], run.counters["not_modified"]) == (1, PAGES - 1)
+    assert_each_page_and_record_once(pipeline, spec, second, new=0)
+    whole = [r for r in site.stats.records(listing(3)) if r.if_none_match is None]
+    assert len(whole) == 1, "the page was fetched once more without validators"

@@ -102,22 +102,30 @@ class _Visit:
         # fetch it whole, so its records are classified as that attempt classified them.
         validators = page.validators if page is not None and page.run_id != self.run_id else None
         outcome = await fetcher.fetch(task.url, validators, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
+        carried: str | None = None
+        if isinstance(outcome, NotModified) and page is not None:
+            carried = await asyncio.to_thread(self._carry, task, page)
+            if carried is None:
+                # The stored records are gone (expired by the bucket's lifecycle): a 304 cannot bring
+                # them back, so fetch the page whole rather than lose its records.
+                logger.info("stored records gone: fetching the page whole", extra=log)
+                outcome = await fetcher.fetch(task.url, None, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
         if isinstance(outcome, Failed) and outcome.retryable and not last_try:
             logger.info("page will be retried", extra={**log, "reason": outcome.reason})
             return outcome
         try:
-            return await asyncio.to_thread(self._record, task, page, outcome)
+            return await asyncio.to_thread(self._record, task, page, outcome, carried)
         except RunClosed:
             logger.warning("page finished after its run was finalized", extra=log)
             return False
 
-    def _record(self, task: UrlTask, page: PageState | None, outcome: FetchOutcome) -> bool:
+    def _record(self, task: UrlTask, page: PageState | None, outcome: FetchOutcome, carried: str | None) -> bool:
         log = {"crawl": self.spec.name, "run_id": self.run_id, "url": task.url}
         match outcome:
             case Fetched():
                 counts = self._fetched(task, outcome)
             case NotModified():
-                counts = self._not_modified(task, page, outcome)
+                counts = self._not_modified(task, page, outcome, carried)
             case Failed():
                 logger.warning("page failed", extra={**log, "reason": outcome.reason, "status": outcome.status})
                 counts = PageCounts("failed", reason=outcome.reason)
@@ -150,18 +158,24 @@ class _Visit:
             missing=dict(extraction.missing),
         )
 
-    def _not_modified(self, task: UrlTask, page: PageState | None, outcome: NotModified) -> PageCounts:
+    def _carry(self, task: UrlTask, page: PageState) -> str | None:
+        """Copy the page's records from the run that fetched them into this run; None if they are gone."""
+        if page.object_key is None:
+            return None
+        return self.services.objects.carry_page(page.object_key, self.spec.name, self.run_id, task.url)
+
+    def _not_modified(
+        self, task: UrlTask, page: PageState | None, outcome: NotModified, carried: str | None
+    ) -> PageCounts:
         """A 304: the page's records from the run that fetched it are this run's too, carried without a fetch."""
-        services, crawl = self.services, self.spec.name
-        if page is None or page.object_key is None:
+        if page is None or carried is None:
             return PageCounts("not_modified")
-        key = services.objects.carry_page(page.object_key, crawl, self.run_id, task.url)
-        services.catalog.put_page(
-            crawl,
-            PageState(task.url, outcome.validators, page.content_hash, page.records, key, self.run_id, page.links),
+        state = PageState(
+            task.url, outcome.validators, page.content_hash, page.records, carried, self.run_id, page.links
         )
+        self.services.catalog.put_page(self.spec.name, state)
         self._enqueue(task, page.links)
-        return PageCounts("not_modified", records_unchanged=page.records if key else 0)
+        return PageCounts("not_modified", records_unchanged=page.records)
 
     def _enqueue(self, parent: UrlTask, links: Sequence[str]) -> None:
         if parent.depth >= self.spec.follow.max_depth or not links:
