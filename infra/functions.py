@@ -153,7 +153,10 @@ class Functions(Construct):
             targets=[
                 targets.LambdaFunction(
                     self.scheduler,
-                    event=events.RuleTargetInput.from_object({"crawl": spec.name}),
+                    # The event id: a retried start carries the same one and resumes its own run.
+                    event=events.RuleTargetInput.from_object(
+                        {"crawl": spec.name, "trigger": events.EventField.event_id}
+                    ),
                     retry_attempts=2,
                 )
             ],

@@ -41,11 +41,16 @@ class CrawlMessage(_Message):
 
 
 class StartEvent(_Message):
-    """What starts a run: the EventBridge schedule's input, or ``sluice start``. ``offset`` continues a fan-out."""
+    """What starts a run: the EventBridge schedule's input, or ``sluice start``. ``offset`` continues a fan-out.
+
+    ``trigger`` is the id of the schedule's event: Lambda's retry of a failed start carries the same
+    one, so a start that died mid-fan-out resumes its own run instead of being refused by it.
+    """
 
     crawl: CrawlName
     run_id: RunId | None = None
     offset: Annotated[int, Field(ge=0)] = 0
+    trigger: Annotated[str, Field(min_length=1, max_length=128)] | None = None
 
 
 class FinalizeEvent(_Message):

@@ -190,13 +190,16 @@ def test_records_bucket_has_lifecycle_rules_per_prefix(resources: dict[str, Any]
 # -- EventBridge ---------------------------------------------------------------------------------
 
 
-def test_each_scheduled_spec_gets_a_rule_naming_its_crawl(resources: dict[str, Any]) -> None:
+def test_each_scheduled_spec_gets_a_rule_naming_its_crawl_and_event(resources: dict[str, Any]) -> None:
     rules = [r["Properties"] for r in of_type(resources, "AWS::Events::Rule").values()]
-    scheduled = {
-        json.loads(r["Targets"][0]["Input"])["crawl"]: r["ScheduleExpression"]
-        for r in rules
-        if "Input" in r["Targets"][0]
-    }
+    scheduled = {}
+    for rule in rules:
+        target = rule["Targets"][0]
+        if "InputTransformer" in target:
+            transformer = target["InputTransformer"]
+            assert transformer["InputPathsMap"] == {"id": "$.id"}  # a retried start carries its event id
+            crawl = json.loads(transformer["InputTemplate"].replace("<id>", '"x"'))["crawl"]
+            scheduled[crawl] = rule["ScheduleExpression"]
     assert scheduled == {s.name: s.schedule for s in SPECS if s.schedule}
 
 

@@ -12,6 +12,7 @@ from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models.table import Table
 
 from sluice.aws.clients import client
+from sluice.aws.ledger import RunInFlight
 from sluice.demosite import RunningDemoSite
 from sluice.handlers import scheduler
 from sluice.local.context import LocalContext
@@ -187,3 +188,36 @@ def test_run_is_not_finalized_while_its_fan_out_still_continues(
     summary = pipeline.summary("books", run_id)
     assert (summary["status"], summary["pages"]["fetched"], summary["records"]["total"]) == ("finished", 5, 100)
     assert summary["verdict"]["healthy"] is True
+
+
+def test_retried_start_that_died_mid_fan_out_resumes_its_own_run(
+    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lambda retries a failed start with the same event: it must resume the run it opened, not be refused by it."""
+    monkeypatch.setattr(start, "CHUNK", 10)
+    size = 25
+    pipeline.spec(seeds_spec("resumed", size))
+    queue = pipeline.services.queue
+    real_send = queue.send
+    sends = [0]
+
+    def dies_on_second_send(*args: Any, **kwargs: Any) -> int:
+        sends[0] += 1
+        if sends[0] == 2:
+            raise ConnectionError("the scheduler died after claiming its second chunk")
+        return int(real_send(*args, **kwargs))
+
+    monkeypatch.setattr(queue, "send", dies_on_second_send)
+    event = StartEvent(crawl="resumed", trigger="event-1")
+    with pytest.raises(ConnectionError):
+        start_run(event, pipeline.services, time_left=lambda: 900.0)
+    lock = pipeline.services.ledger.active_run("resumed")
+    assert lock is not None
+
+    again = start_run(event, pipeline.services, time_left=lambda: 900.0)
+
+    assert (again.run_id, again.complete) == (lock["run_id"], True)
+    assert pipeline.run_state("resumed", again.run_id).counters["enqueued"] == size
+    assert set(queued_urls(pipeline, 2 * size)) == {f"http://127.0.0.1:9/item/{n}.html" for n in range(1, size + 1)}
+    with pytest.raises(RunInFlight, match=again.run_id):
+        start_run(StartEvent(crawl="resumed", trigger="event-2"), pipeline.services, time_left=lambda: 900.0)

@@ -29,7 +29,9 @@ def ctx(name: str) -> Any:
 
 
 def test_sample_events_are_what_the_functions_parse() -> None:
-    assert parse_body(StartEvent, sample("scheduler.json")) == StartEvent(crawl=CRAWL)
+    assert parse_body(StartEvent, sample("scheduler.json")) == StartEvent(
+        crawl=CRAWL, trigger="53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa"
+    )
     [record] = SQSEvent(sample("fetcher.json")).records
     message = parse_body(CrawlMessage, record.body)
     assert (message.crawl, record.attributes.approximate_receive_count) == (CRAWL, "1")

@@ -130,7 +130,9 @@ class RunLedger:
 
     # -- runs ---------------------------------------------------------------------------------
 
-    def open_run(self, crawl: str, spec_digest: str, deadline: timedelta, run_id: str | None = None) -> RunState:
+    def open_run(
+        self, crawl: str, spec_digest: str, deadline: timedelta, run_id: str | None = None, trigger: str | None = None
+    ) -> RunState:
         """Open a run and take the crawl's lock; raise RunInFlight if another run holds it and is not overdue."""
         now = datetime.now(UTC)
         run_id = run_id or new_run_id(now)
@@ -146,6 +148,7 @@ class RunLedger:
             "missing": {},
             "failures": {},
             "seeding": True,
+            **({"trigger": trigger} if trigger else {}),
             **dict.fromkeys(COUNTERS, 0),
         }
         lock = {
@@ -154,6 +157,7 @@ class RunLedger:
             "run_id": run_id,
             "started_at": run["started_at"],
             "deadline": run["deadline"],
+            **({"trigger": trigger} if trigger else {}),
         }
         try:
             self._db.transact_write_items(

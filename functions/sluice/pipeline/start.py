@@ -37,13 +37,18 @@ class StartResult:
 def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], float]) -> StartResult:
     """Open a run (or continue one's fan-out) and enqueue seeds until done or ``time_left()`` runs low."""
     spec = services.spec(event.crawl)
-    if event.run_id is None:
+    resuming = event.run_id is not None
+    if event.run_id is not None:
+        run_id = event.run_id
+    elif (held := _held_by(services, spec.name, event.trigger)) is not None:
+        # Lambda retried a start that died mid-fan-out: the run it opened is this start's own.
+        run_id, resuming = held, True
+        logger.warning("start retried: resuming its run", extra={"crawl": spec.name, "run_id": run_id})
+    else:
         deadline = timedelta(hours=services.settings.run_deadline_hours)
-        run = services.ledger.open_run(spec.name, spec.digest(), deadline)
+        run = services.ledger.open_run(spec.name, spec.digest(), deadline, trigger=event.trigger)
         run_id = run.run_id
         logger.info("run opened", extra={"crawl": spec.name, "run_id": run_id, "seeds": spec.seeds.count()})
-    else:
-        run_id = event.run_id
     total = spec.seeds.count()
     offset = event.offset
     enqueued = 0
@@ -54,8 +59,8 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
         if not chunk:
             break
         claimed = services.ledger.claim(spec.name, run_id, chunk, max_pages=spec.follow.max_pages)
-        if event.run_id is not None:
-            # A continuation may be a retry of one that claimed seeds and died before sending them.
+        if resuming:
+            # A continuation or a retried start may follow one that claimed seeds and died before sending them.
             claimed += unsent(services, run_id, chunk, claimed)
         services.queue.send(spec.name, run_id, claimed)
         offset += len(chunk)
@@ -71,6 +76,14 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
         # The fetchers finished every page while the fan-out was still under way: none of them will ask.
         services.finalize_later({"crawl": spec.name, "run_id": run_id})
     return StartResult(spec.name, run_id, offset, total, enqueued, complete=True)
+
+
+def _held_by(services: Services, crawl: str, trigger: str | None) -> str | None:
+    """The run in flight that this very trigger opened, if any (a retried start)."""
+    if trigger is None:
+        return None
+    lock = services.ledger.active_run(crawl)
+    return str(lock["run_id"]) if lock is not None and lock.get("trigger") == trigger else None
 
 
 def unsent(services: Services, run_id: str, tasks: list[UrlTask], claimed: list[UrlTask]) -> list[UrlTask]:
