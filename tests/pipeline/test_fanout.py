@@ -221,3 +221,13 @@ def test_retried_start_that_died_mid_fan_out_resumes_its_own_run(
     assert set(queued_urls(pipeline, 2 * size)) == {f"http://127.0.0.1:9/item/{n}.html" for n in range(1, size + 1)}
     with pytest.raises(RunInFlight, match=again.run_id):
         start_run(StartEvent(crawl="resumed", trigger="event-2"), pipeline.services, time_left=lambda: 900.0)
+
+
+def test_max_pages_caps_what_a_run_enqueues(pipeline: Any) -> None:
+    data = seeds_spec("capped", 25)
+    data["follow"]["max_pages"] = 7
+    pipeline.spec(data)
+    result = start_run(StartEvent(crawl="capped"), pipeline.services, time_left=lambda: 900.0)
+    assert (result.complete, result.enqueued) == (True, 7)
+    assert pipeline.run_state("capped", result.run_id).counters["enqueued"] == 7
+    assert sum(queued_urls(pipeline, 30).values()) == 7

@@ -43,7 +43,6 @@ COUNTERS = (
     "dead_letters",
 )
 _TRANSACT_MAX = 100
-_CAPPED: list[UrlTask] = []  # identity marks "the run reached max_pages"
 
 
 class RunInFlight(Exception):
@@ -314,19 +313,20 @@ class RunLedger:
         unique = list({url_hash(t.url): t for t in tasks}.items())
         for start in range(0, len(unique), _TRANSACT_MAX - 1):
             chunk = unique[start : start + _TRANSACT_MAX - 1]
-            got = self._claim_chunk(crawl, run_id, chunk, max_pages)
+            got, capped = self._claim_chunk(crawl, run_id, chunk, max_pages)
             claimed.extend(got)
-            if got is _CAPPED:
+            if capped:
                 break
         return claimed
 
     def _claim_chunk(
         self, crawl: str, run_id: str, chunk: list[tuple[str, UrlTask]], max_pages: int | None
-    ) -> list[UrlTask]:
+    ) -> tuple[list[UrlTask], bool]:
+        """Claim one transaction's worth; return the tasks claimed, and whether the run reached ``max_pages``."""
         expires = int(time.time()) + self._ttl
         for _ in range(2 * len(chunk) + 2):  # each round drops at least one claim or shrinks to the cap
             if not chunk:
-                return []
+                return [], False
             items: list[dict[str, Any]] = [
                 {
                     "Put": {
@@ -359,14 +359,14 @@ class RunLedger:
                         raise RunClosed(f"run {run_id} is no longer running: links not enqueued") from exc
                     room = 0 if max_pages is None else max_pages - run.counters["enqueued"]
                     if room <= 0:
-                        return _CAPPED
+                        return [], True
                     chunk = chunk[:room]
                     continue
                 if not taken:
                     raise
                 chunk = [pair for i, pair in enumerate(chunk) if i not in taken]
                 continue
-            return [task for _, task in chunk]
+            return [task for _, task in chunk], False
         raise AssertionError("unreachable: every round shrinks the chunk")
 
     def claims(self, run_id: str, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
