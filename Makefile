@@ -68,8 +68,8 @@ deploy: $(STAMP) $(CDK)
 destroy: $(STAMP) $(CDK)
 	$(CDK_ENV) $(CDK) destroy $(CDK_ARGS)
 
-layer-report: $(STAMP)
-	$(BIN)/python -m infra.measure
+layer-report: $(STAMP) $(CDK)
+	$(CDK_ENV) $(BIN)/python -m infra.measure
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info cdk.out node_modules .tools

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import platform
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from infra.bundling import _interpreter, build_code, build_layer, layer_size
 from infra.config import DEFAULT
@@ -29,9 +30,12 @@ BOTO3 = next(
 _PROBE = """
 import importlib, json, sys, time
 started = time.perf_counter()
-for name in sys.argv[1:]:
-    importlib.import_module(name.rsplit(".", 1)[0])
-print(json.dumps({"python": sys.version.split()[0], "import_ms": (time.perf_counter() - started) * 1000}))
+import botocore.config, botocore.session  # the runtime's: every function that calls AWS pays this
+runtime = time.perf_counter()
+importlib.import_module(sys.argv[1].rsplit(".", 1)[0])
+done = time.perf_counter()
+print(json.dumps({"python": sys.version.split()[0], "botocore_ms": (runtime - started) * 1000,
+                  "handler_ms": (done - runtime) * 1000}))
 """
 
 
@@ -49,36 +53,47 @@ def zipped_size(folder: Path) -> int:
         return path.stat().st_size
 
 
-def import_handlers(work: Path) -> dict[str, object]:
-    """Build the host-platform twin of the layer and the code asset; import every handler cold."""
-    version = python_version()
-    python = _interpreter(version)
-    host = f"manylinux2014_{platform.machine()}"
-    build_layer(work / "layer" / "python", host, version)
-    build_code(work / "code", version)
-    runtime = work / "runtime"
-    subprocess.run(  # noqa: S603
-        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", BOTO3, "--target",
-         str(runtime), "--python-version", version, "--only-binary=:all:", "--no-compile"],
-        check=True,
-    )  # fmt: skip
-    interpreter = python or sys.executable
-    env = {
-        "PYTHONPATH": f"{work / 'code'}:{work / 'layer' / 'python'}:{runtime}",
+def _env(work: Path) -> dict[str, str]:
+    return {
+        "PYTHONPATH": f"{work / 'code'}:{work / 'layer' / 'python'}:{work / 'runtime'}",
         "PYTHONDONTWRITEBYTECODE": "1",
         "POWERTOOLS_METRICS_NAMESPACE": "Sluice",
         "AWS_DEFAULT_REGION": "us-east-1",
     }
-    answer = subprocess.run(  # noqa: S603
-        [interpreter, "-c", _PROBE, *HANDLERS],
-        capture_output=True, text=True, env=env, check=True, cwd=work,
+
+
+def _time_imports(python: str, work: Path) -> dict[str, dict[str, float]]:
+    """Each handler imported cold in a fresh process: the runtime's botocore first, then the handler."""
+    timings: dict[str, dict[str, float]] = {}
+    for handler in HANDLERS:
+        answer = subprocess.run(  # noqa: S603
+            [python, "-c", _PROBE, handler], capture_output=True, text=True, env=_env(work), check=True, cwd=work
+        )
+        timings[handler.split(".")[-2]] = json.loads(answer.stdout.strip().splitlines()[-1])
+    return timings
+
+
+def import_handlers(work: Path) -> dict[str, Any]:
+    """Build the host-platform twin of the layer and the code asset; import every handler cold."""
+    version = python_version()
+    python = _interpreter(version)
+    build_layer(work / "layer" / "python", f"manylinux2014_{platform.machine()}", version)
+    build_code(work / "code", version)
+    subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", BOTO3, "--target",
+         str(work / "runtime"), "--python-version", version, "--only-binary=:all:", "--no-compile"],
+        check=True,
     )  # fmt: skip
-    result: dict[str, object] = json.loads(answer.stdout.strip().splitlines()[-1])
-    result["interpreter_matches_runtime"] = python is not None
-    return result
+    timings = _time_imports(python or sys.executable, work)
+    return {
+        "python": next(iter(timings.values()))["python"],
+        "interpreter_matches_runtime": python is not None,
+        "handlers": timings,
+    }
 
 
-def report() -> dict[str, object]:
+def report(rounds: int = 5) -> dict[str, Any]:
+    """Layer sizes, and each handler's cold import time: the median of ``rounds`` fresh processes."""
     version = python_version()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -88,13 +103,16 @@ def report() -> dict[str, object]:
             "unzipped_mb": round(layer_size(target.parent) / 1e6, 1),
             "zipped_mb": round(zipped_size(target.parent) / 1e6, 1),
         }
-        shutil.rmtree(work / "arm")
-        imports = [import_handlers(work / f"host{i}") for i in range(3)]
-    return {
-        "layer": sizes,
-        "cold_import_ms": [round(float(str(i["import_ms"])), 1) for i in imports],
-        "python": imports[0]["python"],
+        first = import_handlers(work / "host")
+        python = _interpreter(version) or sys.executable
+        runs = [first["handlers"]] + [_time_imports(python, work / "host") for _ in range(rounds - 1)]
+    medians = {
+        name: {
+            key: round(statistics.median(run[name][key] for run in runs), 1) for key in ("botocore_ms", "handler_ms")
+        }
+        for name in first["handlers"]
     }
+    return {"layer": sizes, "python": first["python"], "rounds": rounds, "cold_import_ms_median": medians}
 
 
 if __name__ == "__main__":
