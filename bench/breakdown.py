@@ -1,0 +1,93 @@
+"""Where Sluice's CPU per page goes, stage by stage, measured offline on one rendered demo page.
+
+``python -m bench.breakdown [--json]`` times each step of the engine's per-page path in isolation (no
+network): gzip decoding, the body hash, charset decoding, lexbor parsing, and extraction with
+and without the field steps. Subtracting these from a bench run's CPU-ms per page leaves the
+cost of fetching (httpx, the transport, asyncio, the engine's bookkeeping).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser
+
+from bench.client_sluice import bench_spec
+from bench.common import CLIENT_CORE, RESULT_PREFIX, pin_to_core
+from sluice.charset import decode_html
+from sluice.demosite.catalogue import Catalogue
+from sluice.extract import extract_page
+from sluice.fetch.outcomes import content_hash
+from sluice.spec import CrawlSpec, parse_spec
+from sluice.urls import canonicalize_url
+
+BASE = "http://127.0.0.1:8710"
+PAGE_URL = f"{BASE}/catalogue/page-7.html"
+
+
+def per_call_us(fn: Callable[[], Any], calls: int = 200, repeats: int = 5) -> float:
+    """Best-of-``repeats`` CPU microseconds per call of ``fn``."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.process_time() - start) / calls)
+    return best * 1e6
+
+
+def variant_spec(steps: dict[str, list[Any]]) -> CrawlSpec:
+    """The bench spec with some fields' process steps replaced."""
+    data = bench_spec(BASE, 10, 32).model_dump(mode="json", exclude_defaults=False)
+    for name, process in steps.items():
+        data["extract"]["fields"][name]["process"] = process
+    data["extract"]["fields"] = {
+        k: {"selector": v["selector"]["source"], "process": v["process"], "required": v["required"]}
+        for k, v in data["extract"]["fields"].items()
+    }
+    return parse_spec(data)
+
+
+def measure(heavy: bool = False) -> dict[str, float]:
+    """Microseconds per page for each stage of the path."""
+    page = Catalogue(books=200, heavy=heavy).get("/catalogue/page-7.html")
+    assert page is not None
+    body, gz = page.body, gzip.compress(page.body, 6, mtime=0)
+    html, _ = decode_html(body, page.content_type)
+    spec = bench_spec(BASE, 10, 32)
+    plain = variant_spec({"url": ["strip"], "price": ["strip"], "rating": ["strip"]})
+    no_abs = variant_spec({"url": ["strip"]})
+    assert len(extract_page(spec, PAGE_URL, html).records) == 20
+    fresh = iter([f"{BASE}/catalogue/page-{n}.html?heavy={heavy}" for n in range(1, 1001)] * 2)  # no cache hits
+    return {
+        "gzip decode": per_call_us(lambda: zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(gz)),
+        "sha256 content hash": per_call_us(lambda: content_hash(body)),
+        "charset decode": per_call_us(lambda: decode_html(body, page.content_type)),
+        "lexbor parse": per_call_us(lambda: LexborHTMLParser(html)),
+        "extract (whole)": per_call_us(lambda: extract_page(spec, PAGE_URL, html)),
+        "extract, no absolute_url step": per_call_us(lambda: extract_page(no_abs, PAGE_URL, html)),
+        "extract, only strip steps": per_call_us(lambda: extract_page(plain, PAGE_URL, html)),
+        "canonicalize seed URL (frontier)": per_call_us(lambda: canonicalize_url(next(fresh))),
+    }
+
+
+def main() -> None:
+    pin_to_core(CLIENT_CORE)
+    found = {"standard": measure(False), "heavy": measure(True)}
+    if "--json" in sys.argv[1:]:
+        print(RESULT_PREFIX + json.dumps(found))
+        return
+    for kind, stages in found.items():
+        print(f"{kind} listing page, CPU µs per page (best of 5):")
+        for stage, us in stages.items():
+            print(f"  {stage:32} {us:8.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Sluice: the engine's own path, Crawl + PageFetcher (fetch, decode, extract) over seed URLs.
+
+``--variant`` picks the transport: ``default`` is whatever PageFetcher uses when given none;
+the others are built from sluice.fetch.transport with the limits PageFetcher would use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from bench.common import ClientResult, Stopwatch, client_args, complete, peak_rss_mb, pin_to_core
+from sluice.engine import Crawl
+from sluice.extract import Record
+from sluice.fetch import transport as transports
+from sluice.fetch.client import PageFetcher
+from sluice.spec import CrawlSpec, parse_spec
+
+VARIANTS = ("default", "httpx", "aiohttp", "httpx-sharded")
+
+
+def bench_spec(base: str, pages: int, concurrency: int) -> CrawlSpec:
+    """The demo catalogue's listing pages 1..pages, four fields per card, no links followed."""
+    return parse_spec(
+        {
+            "name": "bench-books",
+            "seeds": {"template": f"{base}/catalogue/page-{{n}}.html", "range": {"start": 1, "stop": pages}},
+            "follow": {"max_depth": 0, "max_pages": max(pages, 1)},
+            "extract": {
+                "item": "article.product_pod",
+                "fields": {
+                    "title": {"selector": "h3 a::attr(title)", "required": True},
+                    "url": {"selector": "h3 a::attr(href)", "process": ["strip", "absolute_url"], "required": True},
+                    "price": {"selector": "p.price_color::text", "process": ["strip", "price"], "required": True},
+                    "rating": {"selector": "p.star-rating::attr(class)", "process": [{"regex": r"star-rating (\w+)"}]},
+                },
+            },
+            "politeness": {
+                "concurrency": concurrency,
+                "concurrency_per_domain": concurrency,
+                "min_delay_seconds": 0,
+                "obey_robots": False,
+            },
+        },
+        "bench",
+    )
+
+
+def make_transport(variant: str, concurrency: int) -> httpx.AsyncBaseTransport | None:
+    """The transport for ``variant`` (None: PageFetcher's default), with PageFetcher's limits."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=30.0)
+    if variant == "httpx":
+        return transports.httpx_transport(limits)
+    if variant == "aiohttp":
+        return transports.aiohttp_transport(limits)
+    if variant == "httpx-sharded":
+        return transports.ShardedTransport.of_httpx(limits)
+    return None
+
+
+def transport_name(fetcher: PageFetcher) -> str:
+    """The class of the transport the fetcher ended up using (for the report only)."""
+    client = getattr(fetcher, "_client", None)
+    transport = getattr(client, "_transport", None) or getattr(fetcher, "_transport", None)
+    return type(transport).__name__ if transport is not None else "unknown"
+
+
+class CountingSink:
+    """Counts complete records; keeps the first one as a sample."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.sample: dict[str, Any] = {}
+
+    def write(self, records: Sequence[Record]) -> None:
+        for record in records:
+            if complete(record.data):
+                self.records += 1
+        if not self.sample and records:
+            self.sample = dict(records[0].data)
+
+
+async def crawl(spec: CrawlSpec, variant: str, watch: Stopwatch) -> tuple[int, int, CountingSink, str]:
+    sink = CountingSink()
+    fetcher = PageFetcher(
+        spec.politeness, allow_loopback=True, transport=make_transport(variant, spec.politeness.concurrency)
+    )
+    async with fetcher:
+        watch.start()
+        tally = await Crawl(spec, sink, fetcher=fetcher).run()
+        watch.stop()
+        used = transport_name(fetcher)
+    return tally.fetched, tally.failed + tally.skipped, sink, used
+
+
+def main() -> None:
+    args = client_args("Sluice engine", VARIANTS)
+    pin_to_core(args.core)
+    spec = bench_spec(args.base, args.pages, args.concurrency)
+    watch = Stopwatch()
+    ok, failed, sink, used = asyncio.run(crawl(spec, args.variant, watch))
+    ClientResult(
+        "sluice",
+        args.concurrency,
+        args.pages,
+        ok,
+        failed,
+        sink.records,
+        watch.wall_s,
+        watch.cpu_s,
+        peak_rss_mb(),
+        variant=args.variant,
+        sample=sink.sample,
+        rss_before_mb=watch.rss_before_mb,
+        system_s=watch.system_s,
+        notes=[f"transport {used}"],
+    ).emit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""`make bench`: run every client against the demo site and write results and docs/benchmarks.md.
+
+    PYTHONPATH=functions:. .venv/bin/python -m bench.run            # the full benchmark (~6-9 minutes)
+    PYTHONPATH=functions:. .venv/bin/python -m bench.run --quick    # smoke run: 300 pages, 32 in flight
+
+Each client run is a fresh ``python -m bench.client_NAME`` process pinned to core 0 against a
+demo-site process pinned to core 1 (see serve.py); the harness only starts processes and reads
+their one-line JSON answers, plus the CPU the server and the rest of the machine used meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psutil  # type: ignore[import-untyped]
+
+from bench import machine, report
+from bench.common import ITEMS_PER_PAGE, RESULT_PREFIX
+from bench.server import ServerProcess
+
+CLIENTS = ("sluice", "scrapy", "recipe")
+TRANSPORTS = ("default", "httpx", "httpx-sharded")
+RESULTS = Path("bench/results")
+CLIENT_TIMEOUT_S = 300.0
+HEAVY_CONCURRENCY = 128
+TRANSPORT_CONCURRENCY = 128
+Run = dict[str, Any]
+
+
+def _busy_cpu_s() -> float:
+    """CPU seconds all cores have spent busy since boot (idle, iowait and steal excluded)."""
+    t = psutil.cpu_times()
+    return float(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
+
+
+def _rusage_cpu_s(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class Harness:
+    """Starts client runs within a wall-clock budget, waiting (boundedly) for a quiet machine first."""
+
+    latency_ms: float
+    deadline: float
+    quiet_wait_left_s: float
+    quiet_wait_per_run_s: float = 20.0
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def wait_for_quiet(self, threshold: float = 0.15) -> float:
+        """Wait until other processes use under ``threshold`` of a core (bounded); returns that share."""
+        started = time.monotonic()
+        give_up = started + min(self.quiet_wait_per_run_s, self.quiet_wait_left_s, max(0.0, self.left() - 60))
+        while True:
+            busy0, self0 = _busy_cpu_s(), _rusage_cpu_s(resource.RUSAGE_SELF)
+            time.sleep(1.0)
+            load = max(0.0, (_busy_cpu_s() - busy0) - (_rusage_cpu_s(resource.RUSAGE_SELF) - self0))
+            if load < threshold or time.monotonic() >= give_up:
+                self.quiet_wait_left_s -= max(0.0, time.monotonic() - started - 1.0)
+                return load
+            time.sleep(1.0)
+
+    def run(self, client: str, server: ServerProcess, pages: int, concurrency: int, variant: str = "") -> Run:
+        """One fresh client process: its result, plus the server's and everyone else's CPU meanwhile."""
+        base: Run = {"client": client, "concurrency": concurrency, "variant": variant, "pages_requested": pages}
+        if self.left() < 30:
+            return self._show({**base, "error": "skipped: time budget spent"})
+        base["load_before"] = self.wait_for_quiet()
+        command = [sys.executable, "-m", f"bench.client_{client}", "--base", server.base]
+        command += ["--pages", str(pages), "--concurrency", str(concurrency)]
+        command += ["--variant", variant] if variant else []
+        children, me = resource.RUSAGE_CHILDREN, resource.RUSAGE_SELF
+        marks = (time.perf_counter(), server.cpu_s(), _busy_cpu_s(), _rusage_cpu_s(children), _rusage_cpu_s(me))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=min(CLIENT_TIMEOUT_S, self.left()))
+        except subprocess.TimeoutExpired:
+            return self._show({**base, "error": "timed out"})
+        lifetime = time.perf_counter() - marks[0]
+        server_cpu = server.cpu_s() - marks[1]
+        mine = (_rusage_cpu_s(children) - marks[3]) + (_rusage_cpu_s(me) - marks[4])
+        others = (_busy_cpu_s() - marks[2]) - mine - server_cpu
+        lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+        if done.returncode != 0 or not lines:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return self._show({**base, "error": f"exit {done.returncode}: {tail[:200]}"})
+        result: Run = {**base, **json.loads(lines[-1].removeprefix(RESULT_PREFIX))}
+        result["server_cpu_pct"] = 100 * server_cpu / result["wall_s"] if result["wall_s"] else None
+        result["other_cpu_pct"] = max(0.0, 100 * others / lifetime)
+        return self._show(result)
+
+    def median_of(self, repeats: int, client: str, server: ServerProcess, pages: int, n: int, variant: str = "") -> Run:
+        """Run ``repeats`` times; keep the run with the median CPU per page (all runs are kept under 'repeats')."""
+        runs = [self.run(client, server, pages, n, variant) for _ in range(max(1, repeats))]
+        good = sorted((r for r in runs if "cpu_ms_per_page" in r), key=lambda r: float(r["cpu_ms_per_page"]))
+        if len(runs) == 1 or not good:
+            return runs[0]
+        chosen = dict(good[(len(good) - 1) // 2])
+        chosen["repeats"] = [{k: r.get(k) for k in ("pages_per_s", "cpu_ms_per_page", "peak_rss_mb")} for r in good]
+        chosen["cpu_ms_per_page_spread"] = [good[0]["cpu_ms_per_page"], good[-1]["cpu_ms_per_page"]]
+        chosen["cpu_ms_per_page_median"] = statistics.median(r["cpu_ms_per_page"] for r in good)
+        return chosen
+
+    def _show(self, run: Run) -> Run:
+        run = report.derive(run, self.latency_ms)
+        name = f"  {run['client']:6} {run.get('variant') or '':13} N={run['concurrency']:<4}"
+        if "pages_per_s" not in run:
+            print(f"{name} {run['error']}", flush=True)
+            return run
+        flag = "" if run["complete"] else f"  INCOMPLETE: {run['records']} records, want {run['records_expected']}"
+        print(
+            f"{name} {run['pages_ok']:>5} pages {run['wall_s']:6.2f} s {run['pages_per_s']:6.0f} p/s "
+            f"{run['cpu_ms_per_page']:6.2f} CPU-ms/p ÷limit {run['ratio_limit']:.2f} rss {run['peak_rss_mb']:.0f} MB "
+            f"srv {run['server_cpu_pct']:.0f}% other {run['other_cpu_pct']:.0f}%{flag}",
+            flush=True,
+        )
+        return run
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add = parser.add_argument
+    add("--quick", action="store_true", help="smoke run: 300 pages, 32 in flight, small heavy run, no transports")
+    add("--pages", type=int, help="listing pages per run (default 2000; --quick 300)")
+    add("--latency-ms", type=float, default=50.0)
+    add("--clients", default=",".join(CLIENTS), help="comma list of " + ", ".join(CLIENTS))
+    add("--concurrency", help="comma list of in-flight counts (default 8,32,128; --quick 32)")
+    add("--sluice-repeats", type=int, help="runs per sluice cell, the median kept (default 3; --quick 1)")
+    add("--heavy-pages", type=int, help="heavy (~400 KB) pages for the RSS run, 0 skips (default 500; --quick 100)")
+    add("--heavy-clients", default="sluice,scrapy", help="clients in the heavy-page run")
+    add("--transports", default=",".join(TRANSPORTS), help="sluice transports to compare ('' skips)")
+    add("--max-minutes", type=float, default=14.0, help="runs that would start later are skipped")
+    add("--quiet-wait", type=float, default=120.0, help="total seconds to spend waiting for a quiet machine")
+    add("--no-docs", action="store_true", help="leave docs/benchmarks.md and latest.json alone (--quick implies it)")
+    args = parser.parse_args(argv)
+    args.pages = args.pages or (300 if args.quick else 2000)
+    args.concurrency = [int(c) for c in (args.concurrency or ("32" if args.quick else "8,32,128")).split(",")]
+    args.sluice_repeats = args.sluice_repeats or (1 if args.quick else 3)
+    args.heavy_pages = args.heavy_pages if args.heavy_pages is not None else (100 if args.quick else 500)
+    args.clients = [c for c in args.clients.split(",") if c]
+    args.heavy_clients = [c for c in args.heavy_clients.split(",") if c]
+    args.transports = [] if args.quick else [t for t in args.transports.split(",") if t]
+    args.no_docs = args.no_docs or args.quick
+    for name in (*args.clients, *args.heavy_clients):
+        if name not in CLIENTS:
+            parser.error(f"unknown client {name!r}")
+    if not 1 <= args.pages <= 20_000 or not all(1 <= c <= 128 for c in args.concurrency):
+        parser.error("pages must be 1..20000 and concurrency 1..128")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    lat = args.latency_ms
+    harness = Harness(lat, time.monotonic() + 60 * args.max_minutes, args.quiet_wait)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    result: Run = {
+        "started": datetime.now().isoformat(timespec="seconds"),
+        "argv": sys.argv[1:] if argv is None else argv,
+        "machine": machine.describe(),
+        "config": {
+            "pages": args.pages,
+            "latency_ms": lat,
+            "concurrency": args.concurrency,
+            "clients": args.clients,
+            "books": args.pages * ITEMS_PER_PAGE,
+            "sluice_repeats": args.sluice_repeats,
+            "quick": args.quick,
+            "heavy": {"pages": args.heavy_pages, "concurrency": HEAVY_CONCURRENCY, "clients": args.heavy_clients},
+            "transport_concurrency": TRANSPORT_CONCURRENCY,
+        },
+        "matrix": [],
+        "heavy": [],
+        "transports": [],
+    }
+    print(f"bench: {args.pages} pages, {lat:g} ms latency, in flight {args.concurrency}, clients {args.clients}")
+    with ServerProcess(books=args.pages * ITEMS_PER_PAGE, prerender=args.pages, latency_ms=lat) as server:
+        print(f"server {server.base}: {args.pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
+        for n in args.concurrency:
+            for client in args.clients:
+                repeats = args.sluice_repeats if client == "sluice" else 1
+                result["matrix"].append(harness.median_of(repeats, client, server, args.pages, n))
+        if args.transports:
+            print(f"transports (sluice, {TRANSPORT_CONCURRENCY} in flight):", flush=True)
+            for variant in args.transports:
+                repeats = 1 if variant == "httpx" else args.sluice_repeats  # plain httpx takes ~40 s a run
+                n = TRANSPORT_CONCURRENCY
+                result["transports"].append(harness.median_of(repeats, "sluice", server, args.pages, n, variant))
+    if args.heavy_pages and args.heavy_clients:
+        pages = args.heavy_pages
+        with ServerProcess(books=pages * ITEMS_PER_PAGE, prerender=pages, latency_ms=lat, heavy=True) as server:
+            print(f"heavy server {server.base}: {pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
+            for client in args.heavy_clients:
+                result["heavy"].append(harness.run(client, server, pages, HEAVY_CONCURRENCY))
+    result["breakdown"] = breakdown() if "sluice" in args.clients else {}
+    _label_transports(result["transports"])
+    result["cpu_ratios"] = report.cpu_ratios(result["matrix"])
+    result["targets"] = report.targets(result)
+    _write(result, stamp, args)
+
+
+def breakdown() -> dict[str, dict[str, float]]:
+    """Sluice's per-page CPU by stage, measured offline (bench.breakdown) in a fresh pinned process."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.breakdown", "--json"], capture_output=True, text=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        return {}
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    stages: dict[str, dict[str, float]] = json.loads(lines[-1].removeprefix(RESULT_PREFIX)) if lines else {}
+    return stages
+
+
+def _label_transports(transports: list[Run]) -> None:
+    """Name each variant's transport class, e.g. 'default: MappedAiohttpTransport'."""
+    for run in transports:
+        for note in run.get("notes", []):
+            if note.startswith("transport "):
+                run["variant"] = f"{run['variant']}: {note.removeprefix('transport ')}"
+
+
+def _write(result: Run, stamp: str, args: argparse.Namespace) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"bench-{stamp}{'-quick' if args.quick else ''}.json"
+    text = json.dumps(result, indent=2) + "\n"
+    path.write_text(text)
+    print(f"\nwrote {path}")
+    if not args.no_docs:
+        report.LATEST.write_text(text)
+        report.DOCS.write_text(report.markdown(result))
+        print(f"wrote {report.LATEST} and {report.DOCS}")
+    print("targets:")
+    print("\n".join(report.verdict_lines(result)))
+
+
+if __name__ == "__main__":
+    main()
