@@ -7,6 +7,7 @@ the same numbers without installing it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,17 @@ class StackConfig:
     @property
     def visibility_timeout_s(self) -> int:
         return self.fetcher.timeout_s * self.visibility_timeout_factor
+
+    def function_settings(self) -> dict[str, Any]:
+        """The functions' settings that come from this config (the rest name deployed resources)."""
+        return {
+            "finalizer_function": self.finalizer_function,
+            "scheduler_function": self.scheduler_function,
+            "max_receive_count": self.max_receive_count,
+            "urls_per_message": self.urls_per_message,
+            "run_deadline_hours": self.run_deadline_hours,
+            "claim_ttl_days": self.claim_ttl_days,
+        }
 
     def bucket_name(self, account: str, region: str) -> str:
         """Bucket names are global: the account and region make them unique."""

@@ -68,12 +68,7 @@ class Functions(Construct):
             bucket=storage.bucket.bucket_name,
             queue_url=queues.frontier.queue_url,
             specs_dir=Path(SPECS_DIR),
-            finalizer_function=config.finalizer_function,
-            scheduler_function=config.scheduler_function,
-            max_receive_count=config.max_receive_count,
-            urls_per_message=config.urls_per_message,
-            run_deadline_hours=config.run_deadline_hours,
-            claim_ttl_days=config.claim_ttl_days,
+            **config.function_settings(),
         )
         environment = {**settings.to_env(), "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE, "POWERTOOLS_LOG_LEVEL": "INFO"}
         self.scheduler = self._function("Scheduler", config, config.scheduler, config.scheduler_function, environment)

@@ -29,6 +29,7 @@ from sluice.demosite import RunningDemoSite, running_demo_site
 from sluice.handlers import fetcher, finalizer, runtime, scheduler
 from sluice.local.context import LocalContext
 from sluice.local.resources import create_resources, dlq_url, fake_credentials, serialized_calls
+from sluice.local.runner import sqs_record
 from sluice.observability import logger
 from sluice.pipeline.services import Services, load_crawl
 from sluice.spec import CrawlSpec, parse_spec
@@ -99,27 +100,6 @@ def write_spec(specs_dir: Path, data: dict[str, Any]) -> CrawlSpec:
 
 def context(function: str, timeout_s: int = 900) -> LambdaContext:
     return cast(LambdaContext, LocalContext(function_name=f"sluice-test-{function}", timeout_s=timeout_s))
-
-
-def sqs_record(message: Message, queue_url: str) -> dict[str, Any]:
-    """A received SQS message as the event source mapping hands it to Lambda."""
-    attributes = message.get("Attributes", {})
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": {
-            "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-            "SentTimestamp": attributes.get("SentTimestamp", "0"),
-            "SenderId": attributes.get("SenderId", "test"),
-            "ApproximateFirstReceiveTimestamp": attributes.get("ApproximateFirstReceiveTimestamp", "0"),
-        },
-        "messageAttributes": {},
-        "md5OfBody": message.get("MD5OfBody", ""),
-        "eventSource": "aws:sqs",
-        "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:{queue_url.rsplit('/', 1)[-1]}",
-        "awsRegion": "us-east-1",
-    }
 
 
 @dataclass

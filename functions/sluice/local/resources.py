@@ -63,21 +63,19 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
         )
     bucket = config.bucket_name(ACCOUNT, REGION)
     s3.create_bucket(Bucket=bucket)
-    return Settings(
-        ledger_table=config.ledger_table,
-        catalog_table=config.catalog_table,
-        bucket=bucket,
-        queue_url=queue_url,
-        specs_dir=specs_dir,
-        finalizer_function=config.finalizer_function,
-        scheduler_function=config.scheduler_function,
-        max_receive_count=config.max_receive_count,
-        urls_per_message=config.urls_per_message,
-        run_deadline_hours=config.run_deadline_hours,
-        claim_ttl_days=config.claim_ttl_days,
-        visibility_base_s=1.0,
-        visibility_max_s=10.0,
-        allow_loopback=allow_loopback,
+    return Settings.model_validate(
+        {
+            **config.function_settings(),
+            "ledger_table": config.ledger_table,
+            "catalog_table": config.catalog_table,
+            "bucket": bucket,
+            "queue_url": queue_url,
+            "specs_dir": specs_dir,
+            # Locally a returned message comes back in seconds, so a demo with faults stays short.
+            "visibility_base_s": 1.0,
+            "visibility_max_s": 10.0,
+            "allow_loopback": allow_loopback,
+        }
     )
 
 

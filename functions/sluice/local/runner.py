@@ -215,7 +215,7 @@ class LocalRunner:
             fetcher.close_container()
 
     def _invoke_fetcher(self, sqs: Any, queue_url: str, received: list[dict[str, Any]]) -> None:
-        event = {"Records": [_sqs_record(m, queue_url) for m in received]}
+        event = {"Records": [sqs_record(m, queue_url) for m in received]}
         answer = fetcher.handler(event, self._context(self.config.fetcher))
         failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
         done = [m for m in received if m["MessageId"] not in failed]
@@ -258,7 +258,7 @@ def _logs_to(sink: TextIO) -> Iterator[None]:
         handler.setStream(previous)
 
 
-def _sqs_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:
+def sqs_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:
     """An SQS message as the event source mapping hands it to Lambda."""
     attributes = message.get("Attributes", {})
     return {
