@@ -11,7 +11,6 @@ from pathlib import Path
 from sluice.aws.ledger import RunInFlight
 from sluice.spec import SpecError, load_spec
 
-DEMO_PORT = 8710
 DEMO_SPEC = Path("crawls/demo-books.yaml")
 
 
@@ -19,7 +18,7 @@ def _validate(args: argparse.Namespace) -> int:
     status = 0
     for path in args.specs:
         try:
-            spec = load_spec(path)
+            spec = load_spec(path, named_after_file=True)
         except SpecError as exc:
             status = 1
             print(f"invalid: {path}", file=sys.stderr)
@@ -31,12 +30,6 @@ def _validate(args: argparse.Namespace) -> int:
             f"{len(spec.extract.fields)} field(s), schedule {spec.schedule or 'none'})"
         )
     return status
-
-
-def _demo_site(args: argparse.Namespace) -> int:
-    from sluice.demosite.cli import main as serve
-
-    return serve(args.rest)
 
 
 def _crawl(args: argparse.Namespace) -> int:
@@ -65,14 +58,11 @@ def _run(args: argparse.Namespace) -> int:
     from sluice.messages import MalformedMessage
 
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(args.spec, named_after_file=True)
     except SpecError as exc:
         print(exc, file=sys.stderr)
         return 2
     path = Path(args.spec)
-    if path.stem != spec.name:
-        print(f"{path}: the file must be named after its crawl: {spec.name}{path.suffix}", file=sys.stderr)
-        return 2
     runner = LocalRunner(path.parent, Path(args.state), workers=args.workers, allow_loopback=args.allow_loopback)
     try:
         with progress_bar(spec.name, enabled=not args.json) as show:
@@ -111,9 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("specs", nargs="+", metavar="SPEC")
     validate.set_defaults(run=_validate)
 
-    site = commands.add_parser("demo-site", help="serve the bundled demo catalogue on 127.0.0.1", add_help=False)
-    site.add_argument("rest", nargs=argparse.REMAINDER)
-    site.set_defaults(run=_demo_site)
+    # Parsed by the demo site itself (see main): listed here for `sluice --help`.
+    commands.add_parser("demo-site", help="serve the bundled demo catalogue on 127.0.0.1:8710 (faults: --help)")
 
     crawl = commands.add_parser("crawl", help="crawl a spec with the engine alone; records to a JSONL file")
     crawl.add_argument("spec", metavar="SPEC")
@@ -144,7 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["demo-site"]:
+        # Everything after `demo-site` belongs to the demo site's own parser (its --help included).
+        from sluice.demosite.cli import main as serve
+
+        return serve(arguments[1:])
+    args = build_parser().parse_args(arguments)
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

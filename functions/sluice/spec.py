@@ -55,6 +55,12 @@ def _http_url(value: str) -> str:
         raise ValueError(f"{value!r} is not an http(s) URL")
     if not parts.hostname:
         raise ValueError(f"{value!r} has no host")
+    if any(c.isspace() for c in value):
+        raise ValueError(f"{value!r} contains whitespace")
+    try:
+        parts.port  # noqa: B018 - urllib checks the port's range only when asked
+    except ValueError:
+        raise ValueError(f"{value!r} has a port outside 0-65535") from None
     return value
 
 
@@ -270,6 +276,24 @@ class Alerts(_Strict):
 _SCHEDULE = re.compile(r"rate\(\s*\d+\s+(minute|minutes|hour|hours|day|days)\s*\)|cron\((\S+\s+){5}\S+\)")
 
 
+_CRON_RANGES = (("minutes", 0, 59), ("hours", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12))
+
+
+def _schedule_problem(expression: str) -> str | None:
+    """What EventBridge would refuse in an expression that has the right shape."""
+    if expression.startswith("rate("):
+        amount = int(expression[5:].split()[0])
+        return "a rate needs a positive amount" if amount < 1 else None
+    fields = expression[5:-1].split()
+    for (name, low, high), field_value in zip(_CRON_RANGES, fields, strict=False):
+        for number in re.findall(r"\d+", field_value.split("/")[0]):
+            if not low <= int(number) <= high:
+                return f"{name} {number} is outside {low}-{high}"
+    if fields[2] != "?" and fields[4] != "?":
+        return "one of day-of-month and day-of-week must be '?'"
+    return None
+
+
 class CrawlSpec(_Strict):
     """A whole crawl."""
 
@@ -298,8 +322,13 @@ class CrawlSpec(_Strict):
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, value: str | None) -> str | None:
-        if value is not None and not _SCHEDULE.fullmatch(value.strip()):
+        if value is None:
+            return None
+        if not _SCHEDULE.fullmatch(value.strip()):
             raise ValueError(f"{value!r} is not an EventBridge expression like 'rate(1 day)' or 'cron(17 3 * * ? *)'")
+        problem = _schedule_problem(value.strip())
+        if problem:
+            raise ValueError(f"{value!r}: {problem}")
         return value
 
     def domains(self) -> frozenset[str]:
@@ -353,15 +382,36 @@ def parse_spec(data: Any, source: str = "<spec>") -> CrawlSpec:
         raise SpecError(source, [_describe(_without_tags(e)) for e in exc.errors()]) from None
 
 
-def load_spec(path: str | Path) -> CrawlSpec:
-    """Read and validate a spec file (``.yaml``, ``.yml`` or ``.json``)."""
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (PyYAML would keep the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                mark = key_node.start_mark
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} appears twice in one mapping", mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
+    """Read and validate a spec file (``.yaml``, ``.yml`` or ``.json``).
+
+    With ``named_after_file``, the crawl's name must be the file's name: the deployed scheduler
+    finds a crawl's spec by its name, so ``crawls/books.yaml`` must say ``name: books``.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), [f"(file): cannot read: {exc}"]) from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506
     except json.JSONDecodeError as exc:
         raise SpecError(
             str(path), [f"(file): not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
@@ -370,4 +420,15 @@ def load_spec(path: str | Path) -> CrawlSpec:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
         raise SpecError(str(path), [f"(file): not valid YAML: {where}{getattr(exc, 'problem', exc)}"]) from None
-    return parse_spec(data, str(path))
+    spec = parse_spec(data, str(path))
+    if named_after_file:
+        problems = []
+        if path.suffix not in SPEC_SUFFIXES:
+            problems.append(f"(file): a spec file ends in {', '.join(SPEC_SUFFIXES)}, not {path.suffix or 'nothing'}")
+        if path.stem != spec.name:
+            problems.append(
+                f"name: {spec.name!r} must match the file name {path.stem!r} (the scheduler finds a crawl by its file)"
+            )
+        if problems:
+            raise SpecError(str(path), problems)
+    return spec

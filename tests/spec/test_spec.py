@@ -157,3 +157,33 @@ def test_spec_is_immutable() -> None:
     with pytest.raises(ValueError, match="frozen"):
         spec.name = "other"  # type: ignore[misc]
     assert isinstance(spec, CrawlSpec)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (minimal(seeds=["http://127.0.0.1:99999/"]), "seeds.urls.0: 'http://127.0.0.1:99999/' has a port outside"),
+        (minimal(seeds=["http://exa mple.com/"]), "seeds.urls.0: 'http://exa mple.com/' contains whitespace"),
+        (minimal(schedule="rate(0 minutes)"), "schedule: 'rate(0 minutes)': a rate needs a positive amount"),
+        (minimal(schedule="cron(99 3 * * ? *)"), "schedule: 'cron(99 3 * * ? *)': minutes 99 is outside 0-59"),
+        (minimal(schedule="cron(0 3 * * MON *)"), "one of day-of-month and day-of-week must be '?'"),
+    ],
+)
+def test_values_eventbridge_or_urllib_would_refuse_are_caught_at_validation(data: Any, expected: str) -> None:
+    errors = errors_of(data)
+    assert any(expected in line for line in errors), errors
+
+
+def test_a_key_given_twice_is_an_error_not_last_one_wins(tmp_path: Path) -> None:
+    path = tmp_path / "books.yaml"
+    path.write_text("name: books\nname: other\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="line 2 column 1: key 'name' appears twice"):
+        load_spec(path)
+
+
+def test_a_deployable_spec_is_named_after_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "my-books.yaml"
+    path.write_text(json.dumps(minimal()), encoding="utf-8")
+    assert load_spec(path).name == "books"
+    with pytest.raises(SpecError, match="name: 'books' must match the file name 'my-books'"):
+        load_spec(path, named_after_file=True)

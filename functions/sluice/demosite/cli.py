@@ -17,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by `sluice demo-site`)."""
     p = argparse.ArgumentParser(prog="sluice demo-site", description=__doc__)
     p.add_argument("--host", default="127.0.0.1", help="loopback address only")
-    p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    p.add_argument("--port", type=int, default=8710, help="default 8710, as crawls/demo-books.yaml; 0: any free")
     content = p.add_argument_group("content")
     content.add_argument("--books", type=int, default=1000)
     content.add_argument("--per-page", type=int, default=20)
