@@ -26,7 +26,7 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
             "skipped": tally.skipped,
         },
         "records": tally.records,
-        "rejected": dict(tally.rejected),
+        "rejected": {field: n for field, n in tally.rejected.items() if n},
         "null_rates": {k: round(v, 4) for k, v in tally.null_rates().items()},
         "failures": dict(tally.failures.most_common(5)),
         "skips": dict(tally.skips.most_common(5)),
@@ -44,12 +44,16 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
         lines.append("  failures " + ", ".join(f"{r} x{n}" for r, n in tally.failures.most_common(5)))
     if tally.skips:
         lines.append("  skipped  " + ", ".join(f"{r} x{n}" for r, n in tally.skips.most_common(5)))
-    if tally.rejected:
-        lines.append("  rejected " + ", ".join(f"{f} missing x{n}" for f, n in tally.rejected.most_common()))
+    dropped = [(f, n) for f, n in tally.rejected.most_common() if n]
+    if dropped:
+        lines.append(
+            "  dropped  records without a required field: " + ", ".join(f"{f} missing x{n}" for f, n in dropped)
+        )
     nulls = {k: v for k, v in tally.null_rates().items() if v > 0}
     if nulls:
         lines.append("  nulls    " + ", ".join(f"{f} {v:.0%}" for f, v in nulls.items()))
-    lines.append(f"  records  {out}")
+    if tally.records:
+        lines.append(f"  records  {out}")
     if not tally.records:
         lines.append("  WARNING: no records. A run that writes nothing is a failed run, whatever its exit code.")
     summary["text"] = "\n".join(lines)

@@ -92,6 +92,8 @@ def test_record_count_drop_after_a_broken_selector_is_unhealthy(
     assert verdict["healthy"] is False
     assert broken["previous_run"] == {"run_id": second, "records": BOOKS}
     assert verdict["record_count_ratio"] == 0.0
+    assert broken["rejected"] == {"price": BOOKS}  # every record dropped for the field the redesign broke
+    assert broken["null_rates"]["price"] == 1.0
     assert {a["check"] for a in verdict["alerts"]} == {"record_count_drop", "records_nonzero"}
     drop = next(a for a in verdict["alerts"] if a["check"] == "record_count_drop")
     assert (drop["value"], drop["threshold"]) == (0.0, 0.8)
@@ -187,3 +189,13 @@ def test_quick_reruns_within_one_second_each_compare_with_the_run_before(
         assert (found.run_id if found else None) == previous
         ledger.finish(CRAWL, run.run_id, healthy=True, summary_key="k")
         previous = run.run_id
+
+
+def test_skipped_pages_are_reported_with_their_reason(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url, urls=["/private/secret.html"]))
+    run_id = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    assert summary["pages"]["skipped"] == 1
+    assert summary["skips"] == {"robots.txt disallows": 1}
+    assert summary["failures"] == {}

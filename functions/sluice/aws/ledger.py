@@ -42,6 +42,8 @@ COUNTERS = (
     "items",
     "dead_letters",
 )
+TALLIES = ("missing", "rejected", "failures", "skips")
+"""Per-run maps counted by key: missing and rejected by field, failures and skips by reason."""
 _TRANSACT_MAX = 100
 
 
@@ -76,6 +78,7 @@ class PageCounts:
     records_unchanged: int = 0
     items: int = 0
     missing: Mapping[str, int] = field(default_factory=dict)
+    rejected: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,8 @@ class RunState:
     counters: Mapping[str, int]
     missing: Mapping[str, int]
     failures: Mapping[str, int]
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    skips: Mapping[str, int] = field(default_factory=dict)
     finished_at: str | None = None
     healthy: bool | None = None
     seeding: bool = False
@@ -144,8 +149,7 @@ class RunLedger:
             "started_at": _iso(now),
             "deadline": _iso(now + deadline),
             "spec_digest": spec_digest,
-            "missing": {},
-            "failures": {},
+            **{tally: {} for tally in TALLIES},
             "seeding": True,
             **({"trigger": trigger} if trigger else {}),
             **dict.fromkeys(COUNTERS, 0),
@@ -401,8 +405,14 @@ class RunLedger:
                 "ExpressionAttributeValues": to_item({":done": "done", ":o": counts.outcome}),
             }
         }
-        failures = {counts.reason: 1} if counts.outcome == "failed" and counts.reason else {}
-        update = self._counter_update(crawl, run_id, counters, missing=counts.missing, failures=failures)
+        reasons = {counts.reason: 1} if counts.reason else {}
+        tallies = {
+            "missing": counts.missing,
+            "rejected": counts.rejected,
+            "failures": reasons if counts.outcome == "failed" else {},
+            "skips": reasons if counts.outcome == "skipped" else {},
+        }
+        update = self._counter_update(crawl, run_id, counters, tallies=tallies)
         try:
             self._db.transact_write_items(TransactItems=[claim, update])
         except ClientError as exc:
@@ -420,10 +430,10 @@ class RunLedger:
         run_id: str,
         counters: Mapping[str, int],
         *,
-        missing: Mapping[str, int] | None = None,
-        failures: Mapping[str, int] | None = None,
+        tallies: Mapping[str, Mapping[str, int]] | None = None,
         enqueued_at_most: int | None = None,
     ) -> dict[str, Any]:
+        """The run item's ADDs: ``counters`` at top level, each of ``tallies`` into its map by key."""
         names: dict[str, str] = {"#s": "status"}
         values: dict[str, Any] = {":running": "running"}
         adds: list[str] = []
@@ -431,15 +441,15 @@ class RunLedger:
             names[f"#c{i}"] = name
             values[f":c{i}"] = value
             adds.append(f"#c{i} :c{i}")
-        for prefix, mapping in (("missing", missing or {}), ("failures", failures or {})):
-            p = prefix[0]
-            names[f"#{p}"] = prefix  # both are DynamoDB reserved words
-            for i, (key, value) in enumerate(mapping.items()):
-                names[f"#{p}{i}"] = key
-                values[f":{p}{i}"] = value
-                adds.append(f"#{p}.#{p}{i} :{p}{i}")
-            if not mapping:
-                del names[f"#{p}"]
+        for m, (tally, mapping) in enumerate((tallies or {}).items()):
+            nonzero = {key: value for key, value in mapping.items() if value}
+            if not nonzero:
+                continue
+            names[f"#m{m}"] = tally  # names, not words: "missing" and "failures" are DynamoDB reserved words
+            for i, (key, value) in enumerate(nonzero.items()):
+                names[f"#m{m}k{i}"] = key
+                values[f":m{m}v{i}"] = value
+                adds.append(f"#m{m}.#m{m}k{i} :m{m}v{i}")
         condition = "#s = :running"
         if enqueued_at_most is not None:
             condition += " AND enqueued <= :cap"
@@ -468,6 +478,8 @@ class RunLedger:
             counters={name: int(item.get(name, 0)) for name in COUNTERS},
             missing={k: int(v) for k, v in item.get("missing", {}).items()},
             failures={k: int(v) for k, v in item.get("failures", {}).items()},
+            rejected={k: int(v) for k, v in item.get("rejected", {}).items()},
+            skips={k: int(v) for k, v in item.get("skips", {}).items()},
             finished_at=item.get("finished_at"),
             healthy=item.get("healthy"),
             seeding=bool(item.get("seeding", False)),

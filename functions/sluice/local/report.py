@@ -49,6 +49,8 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "verdict": {"healthy": s["verdict"]["healthy"], "alerts": s["verdict"]["alerts"]},
         "null_rates": s["null_rates"],
         "failures": s["failures"],
+        "skips": s.get("skips", {}),
+        "rejected": s.get("rejected", {}),
         "previous_run": s["previous_run"],
         "outputs": run.outputs,
     }
@@ -71,10 +73,19 @@ def as_text(run: LocalRun) -> str:
         lines.append("  nulls    " + ", ".join(f"{k} missing in {v:.0%} of items" for k, v in nulls.items()))
     if s["failures"]:
         lines.append("  failures " + ", ".join(f"{k} x{n}" for k, n in s["failures"].items()))
+    if s.get("skips"):
+        lines.append("  skipped  " + ", ".join(f"{k} x{n}" for k, n in s["skips"].items()))
+        if any("loopback" in reason for reason in s["skips"]):
+            lines.append("           (targets on 127.0.0.0/8 need --allow-loopback)")
+    if s.get("rejected"):
+        dropped = ", ".join(f"{field} missing x{n}" for field, n in s["rejected"].items())
+        lines.append(f"  dropped  records without a required field: {dropped}")
     if run.dead_letters:
         lines.append(f"  dead-letter queue: {len(run.dead_letters)} message(s) (see docs/operations.md to redrive)")
     for alert in v["alerts"]:
         lines.append(f"  ALERT {alert['check']}: {alert['message']}")
     lines.append(f"  records  {run.outputs['records']}")
     lines.append(f"  summary  {run.outputs['summary']}")
+    if "logs" in run.outputs:
+        lines.append(f"  logs     {run.outputs['logs']}")
     return "\n".join(lines)

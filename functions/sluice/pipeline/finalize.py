@@ -7,6 +7,7 @@ as unfinished.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -94,7 +95,9 @@ def run_summary(
             "unchanged": c["records_unchanged"],
             "in_output": lines,
         },
-        "failures": dict(sorted(run.failures.items(), key=lambda kv: -kv[1])[:20]),
+        "failures": _top(run.failures),
+        "skips": _top(run.skips),
+        "rejected": {field: n for field, n in sorted(run.rejected.items()) if n},
         "null_rates": {
             k: round(v, 4) for k, v in RunCounts(items=c["items"], missing=run.missing).null_rates().items()
         },
@@ -111,6 +114,11 @@ def run_summary(
         },
         "outputs": {"records": records_key},
     }
+
+
+def _top(tally: Mapping[str, int], n: int = 20) -> dict[str, int]:
+    """The ``n`` commonest reasons, most common first."""
+    return dict(sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
 
 
 def emit_metrics(run: RunState, verdict: Verdict) -> None:

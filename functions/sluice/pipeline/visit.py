@@ -156,6 +156,7 @@ class _Visit:
             records_unchanged=tally.unchanged,
             items=extraction.items,
             missing=dict(extraction.missing),
+            rejected=dict(extraction.rejected),
         )
 
     def _carry(self, task: UrlTask, page: PageState) -> str | None:
