@@ -54,6 +54,7 @@ class Monitoring(Construct):
         alarm_email: str | None,
     ) -> None:
         super().__init__(scope, id)
+        self.config = config
         key = kms.Key(self, "AlarmsKey", enable_key_rotation=True, description="Sluice alarm topic")
         # CloudWatch publishes alarms to the topic, so it must be able to use the topic's key.
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
@@ -76,7 +77,7 @@ class Monitoring(Construct):
         name = spec.name
         self._alarm(
             f"{name}-RecordCountDrop",
-            alarm_name=f"sluice-{name}-record-count-drop",
+            alarm_name=self.config.name(f"{name}-record-count-drop"),
             alarm_description=f"{name}: a run collected fewer than {spec.alerts.record_count_floor:.0%} of the "
             "previous run's records. See docs/operations.md#record-count-drop",
             metric=run_metric(name, RunMetric.RECORD_COUNT_RATIO, "Minimum"),
@@ -88,7 +89,7 @@ class Monitoring(Construct):
         )
         self._alarm(
             f"{name}-ErrorRate",
-            alarm_name=f"sluice-{name}-error-rate",
+            alarm_name=self.config.name(f"{name}-error-rate"),
             alarm_description=f"{name}: more than {spec.alerts.max_error_rate:.0%} of a run's pages failed. "
             "See docs/operations.md#error-rate",
             metric=run_metric(name, RunMetric.ERROR_RATE, "Maximum"),
@@ -99,7 +100,7 @@ class Monitoring(Construct):
         )
         self._alarm(
             f"{name}-RunUnhealthy",
-            alarm_name=f"sluice-{name}-run-unhealthy",
+            alarm_name=self.config.name(f"{name}-run-unhealthy"),
             alarm_description=f"{name}: a run's verdict was unhealthy (unfinished, no records, or a check above). "
             "See docs/operations.md#run-unhealthy",
             metric=run_metric(name, RunMetric.RUN_HEALTHY, "Minimum"),
@@ -112,7 +113,7 @@ class Monitoring(Construct):
             period, evaluations = missing_run_window(spec.schedule)
             self._alarm(
                 f"{name}-MissingRun",
-                alarm_name=f"sluice-{name}-missing-run",
+                alarm_name=self.config.name(f"{name}-missing-run"),
                 alarm_description=f"{name}: no run has reported within its schedule ({spec.schedule}) plus an hour. "
                 "See docs/operations.md#missing-run",
                 metric=run_metric(name, RunMetric.RUN_HEALTHY, "SampleCount", Duration.seconds(period)),

@@ -54,7 +54,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from sluice.local.report import as_json, as_text, progress_bar
-    from sluice.local.runner import LocalRunner
+    from sluice.local.runner import LocalRunner, StateInUse
     from sluice.messages import MalformedMessage
 
     try:
@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with progress_bar(spec.name, enabled=not args.json) as show:
             run = runner.run(spec, progress=show)
-    except (RunInFlight, MalformedMessage) as exc:
+    except (RunInFlight, MalformedMessage, StateInUse) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(as_json(run), indent=2) if args.json else as_text(run))

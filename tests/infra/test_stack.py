@@ -221,21 +221,21 @@ def _alarms(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_record_count_alarm_uses_the_spec_floor(resources: dict[str, Any], spec: Any) -> None:
-    alarm = _alarms(resources)[f"sluice-{spec.name}-record-count-drop"]
+    alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-record-count-drop")]
     assert alarm["Threshold"] == spec.alerts.record_count_floor
     assert alarm["ComparisonOperator"] == "LessThanThreshold"
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_error_rate_alarm_uses_the_spec_ceiling(resources: dict[str, Any], spec: Any) -> None:
-    alarm = _alarms(resources)[f"sluice-{spec.name}-error-rate"]
+    alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-error-rate")]
     assert alarm["Threshold"] == spec.alerts.max_error_rate
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.schedule], ids=lambda s: s.name)
 def test_missing_run_alarm_breaches_on_silence(resources: dict[str, Any], spec: Any) -> None:
-    alarm = _alarms(resources)[f"sluice-{spec.name}-missing-run"]
+    alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-missing-run")]
     assert alarm["TreatMissingData"] == "breaching"
     assert alarm["Statistic"] == "SampleCount"
     assert alarm["Period"] * alarm["EvaluationPeriods"] <= 7 * 86400

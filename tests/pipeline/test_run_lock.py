@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from sluice.aws.ledger import RunInFlight
 from sluice.demosite import RunningDemoSite
 from sluice.handlers import scheduler
 from sluice.local.context import LocalContext
+from sluice.local.runner import LocalRunner, StateInUse, _exclusive
+from sluice.spec import parse_spec
 
 CRAWL = "books"
 
@@ -55,3 +58,13 @@ def test_second_run_while_one_is_in_flight_is_refused_naming_it(
     assert second > first
     assert sorted(run_ids(pipeline, CRAWL)) == [first, second]
     assert pipeline.services.ledger.active_run(CRAWL)["run_id"] == second
+
+
+def test_a_second_local_run_on_the_same_state_folder_is_refused(tmp_path: Path) -> None:
+    spec = parse_spec(
+        {"name": "books", "seeds": ["http://127.0.0.1:9/x.html"], "extract": {"fields": {"title": "h1::text"}}}
+    )
+    state = tmp_path / "state"
+    state.mkdir()
+    with _exclusive(state), pytest.raises(StateInUse, match="another sluice run is using"):
+        LocalRunner(tmp_path, state).run(spec)

@@ -9,6 +9,7 @@ receives), and Lambda's async invokes (fan-out continuations and the finalizer).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import threading
@@ -82,7 +83,7 @@ class LocalRunner:
         """Run ``spec`` once; the functions' JSON logs and EMF metrics go to ``state_dir/logs/``."""
         logs = self.state_dir / "logs" / f"{spec.name}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
         logs.parent.mkdir(parents=True, exist_ok=True)
-        with logs.open("a", encoding="utf-8") as sink, _logs_to(sink):
+        with _exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, _logs_to(sink):
             result = self._run_on_moto(spec, progress)
         result.outputs["logs"] = str(logs)
         return result
@@ -241,6 +242,24 @@ class LocalRunner:
             for message in batch:
                 seen[message["MessageId"]] = {"message_id": message["MessageId"], "body": message["Body"][:500]}
         return list(seen.values())
+
+
+class StateInUse(RuntimeError):
+    """Another local run holds the state folder: two runs on one folder would overwrite each other's state."""
+
+
+@contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """Hold the state folder's lock for the whole run, or refuse at once."""
+    with (folder / ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StateInUse(f"another sluice run is using {folder}/ (pass a different --state)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @contextmanager
