@@ -358,6 +358,8 @@ def _describe(error: Any) -> str:
         message = message.removeprefix(prefix)
     if kind == "literal_error":
         message = f"{error.get('input')!r} is not one of: " + message.removeprefix("Input should be ")
+        if "process" in error["loc"]:
+            message += ", nor a mapping {regex: PATTERN} or {replace: [OLD, NEW]}"
     return f"{path}: {message}"
 
 
@@ -374,6 +376,8 @@ def _without_tags(error: Any) -> Any:
 
 def parse_spec(data: Any, source: str = "<spec>") -> CrawlSpec:
     """Validate already-loaded data as a crawl spec."""
+    if data is None:
+        raise SpecError(source, ["(top level): the spec is empty"])
     if not isinstance(data, dict):
         raise SpecError(source, [f"(top level): a spec is a mapping, not {type(data).__name__}"])
     try:
