@@ -47,6 +47,36 @@ def decode_html(body: bytes, content_type: str | None) -> tuple[str, str]:
     return (text + "\ufffd" if decoder.getstate()[0] else text), "utf-8"
 
 
+def parser_input(body: bytes, content_type: str | None) -> str | bytes:
+    """What to hand lexbor for ``body``: the bytes themselves when :func:`decode_html` would decode
+    them as valid UTF-8 (lexbor reads bytes as UTF-8, so the tree is the same and the decode plus
+    re-encode is skipped), else :func:`decode_html`'s text.
+    """
+    if _utf8_chosen(body, content_type):
+        try:
+            body.decode("utf-8")  # strict: invalid bytes go the decode_html way (replacement, cp1252)
+        except UnicodeDecodeError:
+            pass
+        else:
+            return body
+    return decode_html(body, content_type)[0]
+
+
+def _utf8_chosen(body: bytes, content_type: str | None) -> bool:
+    """True if :func:`decode_html` decodes ``body`` as UTF-8, the BOM-less way, when it is valid UTF-8."""
+    if read_bom(body)[0] is not None:
+        return False
+    header = _usable(http_content_type_encoding(content_type), wide_ok=True)
+    if header is not None:
+        return header == "utf-8"  # decoding as UTF-8 (with replacement) never fails
+    meta = html_body_declared_encoding(body)
+    if meta is not None:
+        declared = "utf-8" if meta in _WIDE else _usable(meta, wide_ok=False)
+        if declared is not None:
+            return declared == "utf-8"
+    return True  # the undeclared default: valid UTF-8 is taken as UTF-8
+
+
 @lru_cache(maxsize=256)
 def _usable(encoding: str | None, wide_ok: bool) -> str | None:
     """``encoding``'s Python codec name if it is safe for HTML, else None."""

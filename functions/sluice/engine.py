@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sluice.charset import decode_html
+from sluice.charset import parser_input
 from sluice.extract import PageExtraction, Record, extract_page
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
@@ -174,8 +174,8 @@ class Crawl:
             self._validators.put(task.url, outcome.validators)
         if not isinstance(outcome, Fetched):
             return
-        html, _ = decode_html(outcome.body, outcome.content_type)
-        extraction = extract_page(self.spec, outcome.final_url, html)
+        # UTF-8 pages go to lexbor as bytes: no decode to text and re-encode on the way in.
+        extraction = extract_page(self.spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
         if extraction.records:
             self._sink.write(extraction.records)
         self.tally.add(extraction)

@@ -129,8 +129,11 @@ class Extractor:
         self._follow = tuple(spec.follow.selectors)
         self._scope = Scope.from_spec(spec)
 
-    def extract(self, page_url: str, html: str) -> PageExtraction:
-        """Extract records and links from one page; broken or empty HTML yields what it can."""
+    def extract(self, page_url: str, html: str | bytes) -> PageExtraction:
+        """Extract records and links from one page; broken or empty HTML yields what it can.
+
+        ``html`` is text, or bytes lexbor reads as UTF-8 (see :func:`sluice.charset.parser_input`).
+        """
         tree = LexborHTMLParser(html)
         base_url = _base_url(tree, page_url)
         links, out_of_scope = self._links(tree, base_url)
@@ -279,6 +282,6 @@ def extractor_for(spec: CrawlSpec) -> Extractor:
     return extractor
 
 
-def extract_page(spec: CrawlSpec, page_url: str, html: str) -> PageExtraction:
+def extract_page(spec: CrawlSpec, page_url: str, html: str | bytes) -> PageExtraction:
     """Records and follow links of one page of ``spec``'s crawl; never raises for broken HTML."""
     return extractor_for(spec).extract(page_url, html)

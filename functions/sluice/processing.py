@@ -22,10 +22,33 @@ _PRICE = re.compile(r"\d{1,3}(?:[ \u00a0\u202f'.,]\d{3})+(?:[.,]\d+)?(?!\d)|\d+(
 _PLAIN_DECIMAL = re.compile(r"\d+(?:\.(?:\d{1,2}|\d{4,}))?")
 _SEPARATOR = re.compile(r"[ \u00a0\u202f'.,]")
 _SEPARATORS = frozenset(" \u00a0\u202f'.,")
+# Stripped from both ends before the fast paths: currency signs and whitespace, none of them a digit.
+_PRICE_EDGES = "$\u00a3\u20ac\u00a5\u20b9\u00c2 \t\r\n\u00a0\u202f"
+
+
+def _plain_decimal(text: str, *, three_decimals: bool = True) -> float | None:
+    """``float(text)`` when ``text`` is ASCII digits with at most one ``.`` between digits, else None.
+
+    With ``three_decimals=False``, also None when exactly three digits follow the ``.``.
+    """
+    whole, dot, frac = text.partition(".")
+    if not (whole.isascii() and whole.isdigit()):
+        return None
+    if dot and not (frac.isascii() and frac.isdigit() and (three_decimals or len(frac) != 3)):
+        return None
+    return float(text)
 
 
 def parse_number(text: str) -> float | None:
     """The first decimal number in ``text`` (``'1,234.50'`` -> 1234.5, ``'-3'`` -> -3.0), else None."""
+    # Fast path: the whole (stripped) text is one plain number, where the regex would find just that.
+    fast = _plain_decimal(text.strip())
+    if fast is not None:
+        return fast
+    return _parse_number_general(text)
+
+
+def _parse_number_general(text: str) -> float | None:
     match = _NUMBER.search(text)
     if match is None:
         return None
@@ -41,6 +64,15 @@ def parse_price(text: str) -> float | None:
     by exactly three digits is a thousands separator (``'1.299'`` -> 1299.0) unless the number
     starts with ``0`` or a group longer than three digits.
     """
+    # Fast path: currency and spaces around a plain amount whose decimal part (if any) is not three
+    # digits long, the only case where the regex below could read a thousands separator.
+    fast = _plain_decimal(text.strip(_PRICE_EDGES), three_decimals=False)
+    if fast is not None:
+        return fast
+    return _parse_price_general(text)
+
+
+def _parse_price_general(text: str) -> float | None:
     match = _PRICE.search(text)
     if match is None:
         return None

@@ -78,15 +78,21 @@ def _join_path(base: str, href: str) -> str | None:
     if split is None:
         return None
     origin, directory = split
-    end = len(href)
-    for mark in "?#":
-        found = href.find(mark, 0, end)
-        if found >= 0:
-            end = found
-    path = href[:end] if first == "/" else directory + href[:end]
-    if "." in path:
+    if "?" in href or "#" in href:
+        end = len(href)
+        for mark in "?#":
+            found = href.find(mark, 0, end)
+            if found >= 0:
+                end = found
+        path, rest = href[:end], href[end:]
+    else:
+        path, rest = href, ""
+    if first != "/":
+        path = directory + path
+    # Every segment follows a "/", so a "." or ".." segment needs a "/." somewhere.
+    if "/." in path:
         path = _remove_dot_segments(path)
-    return origin + path + href[end:]
+    return origin + path + rest
 
 
 @lru_cache(maxsize=1024)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import codecs
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
-from sluice.charset import decode_html
+from sluice.charset import decode_html, parser_input
 
 CP1252_PAGE = (
     "<!DOCTYPE html>\n<html><head>\n"
@@ -106,3 +107,46 @@ def test_bad_bytes_never_raise() -> None:
 
 def test_empty_body() -> None:
     assert decode_html(b"", None) == ("", "utf-8")
+
+
+PARSER_INPUT_CASES = [
+    ("<title>Caf\u00e9 &amp; &eacute;</title><p>\u00a351.77 \u2013 \u201cok\u201d</p>".encode(), "text/html"),
+    ("<title>Caf\u00e9</title>".encode(), "text/html; charset=utf-8"),
+    ("<title>Caf\u00e9</title>".encode(), None),
+    (b"", None),
+    (CP1252_PAGE.encode("cp1252"), "text/html"),
+    ('<meta charset="windows-1252"><p>\u00e9\u20ac\u2019</p>'.encode(), "text/html; charset=UTF-8"),
+    ('<meta charset="utf-16"><p>\u00e9</p>'.encode(), None),
+    ('<meta charset="iso-8859-2"><p>\u00e9</p>'.encode("iso-8859-2"), None),
+    (codecs.BOM_UTF8 + "<p>\u00e9\u20ac\u2019</p>".encode(), "text/html; charset=iso-8859-1"),
+    (codecs.BOM_UTF16_LE + "<p>\u00e9</p>".encode("utf-16-le"), None),
+    ("<p>Caf\u00e9 \u20ac</p>".encode("cp1252"), None),
+    ("<p>Caf\u00e9 \u20ac</p>".encode("cp1252"), "text/html; charset=utf-8"),
+    ("<p>caf\u00e9 \u20ac</p>".encode()[:-6], "text/html; charset=utf-8"),
+    ("<p>caf\u00e9 \u20ac".encode()[:-1], None),
+]
+
+
+@pytest.mark.parametrize(("body", "content_type"), PARSER_INPUT_CASES)
+def test_parser_input_parses_like_the_decoded_text(body: bytes, content_type: str | None) -> None:
+    text, encoding = decode_html(body, content_type)
+    given = parser_input(body, content_type)
+    if isinstance(given, bytes):
+        assert given is body
+        assert encoding == "utf-8"
+        assert body.decode("utf-8") == text
+    else:
+        assert given == text
+    from_bytes, from_text = LexborHTMLParser(given), LexborHTMLParser(text)
+    assert from_bytes.html == from_text.html
+    assert from_bytes.text() == from_text.text()
+
+
+def test_parser_input_hands_valid_utf8_over_as_bytes_and_the_rest_as_text() -> None:
+    utf8 = "<title>Caf\u00e9</title>".encode()
+    assert parser_input(utf8, "text/html; charset=utf-8") is utf8
+    assert parser_input(utf8, None) is utf8
+    cp1252 = CP1252_PAGE.encode("cp1252")
+    assert parser_input(cp1252, "text/html") == CP1252_PAGE
+    assert isinstance(parser_input(codecs.BOM_UTF8 + utf8, None), str)
+    assert isinstance(parser_input(b"<p>\xe9</p>", "text/html; charset=utf-8"), str)

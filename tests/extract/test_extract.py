@@ -360,3 +360,12 @@ def test_nested_items_take_their_own_and_inner_fields(make_spec: MakeSpec) -> No
     assert [r.data["author"] for r in records] == [f"user{n}" for n in range(12)]
     # A comment without a score of its own takes the first one inside it, as item-scoped CSS does.
     assert [r.data["score"] for r in records][:4] == [1, 1, 2, 4]
+
+
+def test_utf8_bytes_extract_like_the_decoded_text(spec: CrawlSpec, pod: Pod, listing: Listing) -> None:
+    pods = [pod(1, title="Caf\u00e9 cr\u00e8me &amp; &eacute;clair \u2013 \u201cno\u00ebl\u201d", price="\u00a351.77")]
+    pods += [pod(n) for n in range(2, 21)]
+    html = listing(pods)
+    from_text, from_bytes = extract_page(spec, PAGE_URL, html), extract_page(spec, PAGE_URL, html.encode())
+    assert from_bytes == from_text
+    assert from_bytes.records[0].data["title"] == "Caf\u00e9 cr\u00e8me & \u00e9clair \u2013 \u201cno\u00ebl\u201d"

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
-from sluice.processing import Pipeline, compiled_regex, parse_number, parse_price, process_value
+from sluice.processing import (
+    Pipeline,
+    _parse_number_general,
+    _parse_price_general,
+    compiled_regex,
+    parse_number,
+    parse_price,
+    process_value,
+)
 from sluice.spec import ExtractField, ProcessStep, RegexStep, ReplaceStep
 
 BASE = "https://books.toscrape.com/catalogue/page-1.html"
@@ -96,3 +105,56 @@ def test_regexes_compiled_once() -> None:
     pipelines = [Pipeline(steps({"regex": pattern})) for _ in range(5)]
     assert [p("only-7-once") for p in pipelines] == ["7"] * 5
     assert compiled_regex.cache_info().misses == 1
+
+
+FAST_PATH_CASES = [
+    "£51.77",
+    "Â£51.77",
+    "51.77 €",
+    "$0.299",
+    "1.299",
+    "1.2999",
+    "12.3",
+    "1234",
+    "0",
+    "007",
+    "1.",
+    ".5",
+    "1.2.3",
+    "-3",
+    "+3",
+    "£-3",
+    "\u0663",
+    "\u00b2",
+    "1_000",
+    "1e5",
+    "inf",
+    "nan",
+    " \t12.50\u00a0",
+    "1 299",
+    "12,5",
+    "£",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", FAST_PATH_CASES)
+def test_fast_paths_agree_with_the_general_parsers(text: str) -> None:
+    assert repr(parse_price(text)) == repr(_parse_price_general(text))
+    assert repr(parse_number(text)) == repr(_parse_number_general(text))
+
+
+def test_fast_paths_agree_on_random_text() -> None:
+    rng = random.Random(1234)
+    alphabet = "0123456789....,,  £$€Â-+\u00a0\u0663e_x"
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9)))
+        assert repr(parse_price(text)) == repr(_parse_price_general(text)), text
+        assert repr(parse_number(text)) == repr(_parse_number_general(text)), text
+    edges = ["", " ", "£", "$", "€ ", "Â£", "\u00a0", "-", "x", ","]
+    for _ in range(20000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 6)))
+        decimals = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 5)))
+        text = rng.choice(edges) + digits + rng.choice(["", ".", ","]) + decimals + rng.choice(edges)
+        assert repr(parse_price(text)) == repr(_parse_price_general(text)), text
+        assert repr(parse_number(text)) == repr(_parse_number_general(text)), text

@@ -158,3 +158,19 @@ RFC3986_BASE = "http://a/b/c/d;p?q"
 )
 def test_resolve_link_follows_rfc3986_examples(href: str, resolved: str) -> None:
     assert resolve_link(href, RFC3986_BASE) == resolved
+
+
+@pytest.mark.parametrize(
+    ("href", "base", "resolved"),
+    [
+        ("g", "http://a/b/./c/d", "http://a/b/c/g"),
+        ("g", "http://a/b/../c/d", "http://a/c/g"),
+        ("g.html", "http://a/.b/c", "http://a/.b/g.html"),
+        ("x/index.html", "http://a:8080/b/c.html", "http://a:8080/b/x/index.html"),
+        ("x/index.html?p=1#f", "http://a/b/c.html", "http://a/b/x/index.html?p=1#f"),
+        ("x.y/z.html", "http://a/b/", "http://a/b/x.y/z.html"),
+        ("/x.y/./z", "http://a/b/", "http://a/x.y/z"),
+    ],
+)
+def test_resolve_plain_relative_links(href: str, base: str, resolved: str) -> None:
+    assert resolve_link(href, base) == resolved

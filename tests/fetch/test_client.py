@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import time
 from collections import Counter
@@ -31,6 +32,7 @@ async def test_sends_user_agent_and_only_decodable_encodings(mock_fetcher: Fetch
     assert isinstance(outcome, Fetched)
     assert outcome.body == b"<p>ok</p>"
     assert len(outcome.content_hash) == 32
+    assert outcome.content_hash == hashlib.sha256(b"<p>ok</p>").hexdigest()[:32]
     assert seen[0]["user-agent"] == "TestBot/1.0"
     assert seen[0]["accept-encoding"] == "gzip, deflate"
     assert "cookie" not in seen[0]

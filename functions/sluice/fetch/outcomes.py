@@ -53,10 +53,11 @@ class Fetched:
     validators: Validators
     attempts: int
     elapsed_s: float
-    content_hash: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "content_hash", content_hash(self.body))
+    @property
+    def content_hash(self) -> str:
+        """The first 32 hex characters of the body's SHA-256, computed when read (the pipeline reads it once)."""
+        return content_hash(self.body)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sluice.aws.catalog import PageState
 from sluice.aws.ledger import PageCounts, RunClosed
-from sluice.charset import decode_html
+from sluice.charset import parser_input
 from sluice.extract import extract_page
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped
@@ -139,7 +139,7 @@ class _Visit:
 
     def _fetched(self, task: UrlTask, outcome: Fetched) -> PageCounts:
         services, crawl = self.services, self.spec.name
-        html, _ = decode_html(outcome.body, outcome.content_type)
+        html = parser_input(outcome.body, outcome.content_type)
         extraction = extract_page(self.spec, outcome.final_url, html)
         key = services.objects.put_page(crawl, self.run_id, task.url, extraction.records)
         tally = services.catalog.write_records(crawl, self.run_id, task.url, extraction.records)
