@@ -64,106 +64,112 @@ class Monitoring(Construct):
         self.alarms: list[cw.Alarm] = []
         for spec in specs:
             self._crawl_alarms(spec)
-        self._pipeline_alarms(config, functions, queues)
+        self._pipeline_alarms(functions, queues)
         self.dashboard = self._dashboard(config, functions, queues, specs)
 
-    def _alarm(self, id: str, **props: object) -> cw.Alarm:
-        alarm = cw.Alarm(self, id, **props)  # type: ignore[arg-type]
+    def _alarm(
+        self,
+        name: str,
+        metric: cw.IMetric,
+        *,
+        threshold: float,
+        above: bool,
+        meaning: str,
+        runbook: str,
+        evaluations: int = 1,
+        missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
+    ) -> cw.Alarm:
+        """One alarm to the topic: ``sluice-STAGE-NAME``, its meaning and its runbook section in the description."""
+        alarm = cw.Alarm(
+            self,
+            name,
+            alarm_name=self.config.name(name),
+            alarm_description=f"{meaning} See docs/operations.md#{runbook}",
+            metric=metric,
+            threshold=threshold,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD
+            if above
+            else cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=evaluations,
+            datapoints_to_alarm=evaluations,
+            treat_missing_data=missing,
+        )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.alarms.append(alarm)
         return alarm
 
     def _crawl_alarms(self, spec: CrawlSpec) -> None:
-        name = spec.name
+        # No run in an hour is neither a drop nor an error (the missing-run alarm covers silence).
+        name, alerts = spec.name, spec.alerts
         self._alarm(
-            f"{name}-RecordCountDrop",
-            alarm_name=self.config.name(f"{name}-record-count-drop"),
-            alarm_description=f"{name}: a run collected fewer than {spec.alerts.record_count_floor:.0%} of the "
-            "previous run's records. See docs/operations.md#record-count-drop",
-            metric=run_metric(name, RunMetric.RECORD_COUNT_RATIO, "Minimum"),
-            threshold=spec.alerts.record_count_floor,
-            comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=1,
-            # No run in this hour is not a drop (the missing-run alarm covers silence).
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            f"{name}-record-count-drop",
+            run_metric(name, RunMetric.RECORD_COUNT_RATIO, "Minimum"),
+            threshold=alerts.record_count_floor,
+            above=False,
+            meaning=f"{name}: a run collected under {alerts.record_count_floor:.0%} of the previous run's records.",
+            runbook="record-count-drop",
         )
         self._alarm(
-            f"{name}-ErrorRate",
-            alarm_name=self.config.name(f"{name}-error-rate"),
-            alarm_description=f"{name}: more than {spec.alerts.max_error_rate:.0%} of a run's pages failed. "
-            "See docs/operations.md#error-rate",
-            metric=run_metric(name, RunMetric.ERROR_RATE, "Maximum"),
-            threshold=spec.alerts.max_error_rate,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            f"{name}-error-rate",
+            run_metric(name, RunMetric.ERROR_RATE, "Maximum"),
+            threshold=alerts.max_error_rate,
+            above=True,
+            meaning=f"{name}: more than {alerts.max_error_rate:.0%} of a run's pages failed.",
+            runbook="error-rate",
         )
         self._alarm(
-            f"{name}-RunUnhealthy",
-            alarm_name=self.config.name(f"{name}-run-unhealthy"),
-            alarm_description=f"{name}: a run's verdict was unhealthy (unfinished, no records, or a check above). "
-            "See docs/operations.md#run-unhealthy",
-            metric=run_metric(name, RunMetric.RUN_HEALTHY, "Minimum"),
+            f"{name}-run-unhealthy",
+            run_metric(name, RunMetric.RUN_HEALTHY, "Minimum"),
             threshold=1,
-            comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            above=False,
+            meaning=f"{name}: a run's verdict was unhealthy (unfinished, no records, or a check above).",
+            runbook="run-unhealthy",
         )
         if spec.schedule:
             period, evaluations = missing_run_window(spec.schedule)
             self._alarm(
-                f"{name}-MissingRun",
-                alarm_name=self.config.name(f"{name}-missing-run"),
-                alarm_description=f"{name}: no run has reported within its schedule ({spec.schedule}) plus an hour. "
-                "See docs/operations.md#missing-run",
-                metric=run_metric(name, RunMetric.RUN_HEALTHY, "SampleCount", Duration.seconds(period)),
+                f"{name}-missing-run",
+                run_metric(name, RunMetric.RUN_HEALTHY, "SampleCount", Duration.seconds(period)),
                 threshold=1,
-                comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-                evaluation_periods=evaluations,
-                datapoints_to_alarm=evaluations,
-                # Silence is the failure this alarm exists for.
-                treat_missing_data=cw.TreatMissingData.BREACHING,
+                above=False,
+                meaning=f"{name}: no run has reported within its schedule ({spec.schedule}) plus an hour.",
+                runbook="missing-run",
+                evaluations=evaluations,
+                missing=cw.TreatMissingData.BREACHING,  # silence is the failure this alarm exists for
             )
 
-    def _pipeline_alarms(self, config: StackConfig, functions: Functions, queues: Queues) -> None:
+    def _pipeline_alarms(self, functions: Functions, queues: Queues) -> None:
         self._alarm(
-            "DeadLetters",
-            alarm_name=config.name("dead-letters"),
-            alarm_description="Messages reached the dead-letter queue. See docs/operations.md#dead-letters",
-            metric=queues.dead_letters.metric_approximate_number_of_messages_visible(
+            "dead-letters",
+            queues.dead_letters.metric_approximate_number_of_messages_visible(
                 period=Duration.minutes(5), statistic="Maximum"
             ),
             threshold=0,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            above=True,
+            meaning="Messages reached the dead-letter queue.",
+            runbook="dead-letters",
         )
         for label, function in (
-            ("Fetcher", functions.fetcher),
-            ("Scheduler", functions.scheduler),
-            ("Finalizer", functions.finalizer),
+            ("fetcher", functions.fetcher),
+            ("scheduler", functions.scheduler),
+            ("finalizer", functions.finalizer),
         ):
             self._alarm(
-                f"{label}Errors",
-                alarm_name=config.name(f"{label.lower()}-errors"),
-                alarm_description=f"The {label.lower()} function failed invocations. "
-                "See docs/operations.md#function-errors",
-                metric=function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
+                f"{label}-errors",
+                function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
                 threshold=0,
-                comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                above=True,
+                meaning=f"The {label} function failed invocations.",
+                runbook="function-errors",
             )
         self._alarm(
-            "FetcherThrottles",
-            alarm_name=config.name("fetcher-throttles"),
-            alarm_description="The fetcher was throttled (account concurrency). See docs/operations.md#throttles",
-            metric=functions.fetcher.metric_throttles(period=Duration.minutes(5), statistic="Sum"),
+            "fetcher-throttles",
+            functions.fetcher.metric_throttles(period=Duration.minutes(5), statistic="Sum"),
             threshold=0,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=3,
-            datapoints_to_alarm=2,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            above=True,
+            meaning="The fetcher was throttled (account concurrency).",
+            runbook="throttles",
+            evaluations=2,
         )
 
     def _dashboard(
