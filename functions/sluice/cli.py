@@ -42,7 +42,8 @@ def _crawl(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out or f"out/{spec.name}.jsonl")
     summary = crawl_with_progress(spec, out, allow_loopback=args.allow_loopback, quiet=args.json)
-    print(json.dumps(summary, indent=2) if args.json else summary["text"])
+    text = summary.pop("text")
+    print(json.dumps(summary, indent=2) if args.json else text)
     return 0 if summary["records"] else 1
 
 

@@ -19,24 +19,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="loopback address only")
     p.add_argument("--port", type=int, default=8710, help="default 8710, as crawls/demo-books.yaml; 0: any free")
     content = p.add_argument_group("content")
-    content.add_argument("--books", type=int, default=1000)
-    content.add_argument("--per-page", type=int, default=20)
-    content.add_argument("--seed", type=int, default=0)
+    content.add_argument("--books", type=int, default=1000, help="books in the catalogue (default 1000)")
+    content.add_argument("--per-page", type=int, default=20, help="cards per listing page (default 20)")
+    content.add_argument("--seed", type=int, default=0, help="seed of the generated titles and prices")
     content.add_argument("--heavy", action="store_true", help="~400 KB listing pages")
-    content.add_argument("--version", type=int, default=0, dest="content_version")
-    content.add_argument("--changed-fraction", type=float, default=0.0)
-    content.add_argument("--broken-selector", action="store_true")
+    content.add_argument(
+        "--version", type=int, default=0, dest="content_version", help="content version: prices change between them"
+    )
+    content.add_argument(
+        "--changed-fraction", type=float, default=0.0, help="share of books whose price changes per version"
+    )
+    content.add_argument("--broken-selector", action="store_true", help="rename the price class, as a redesign would")
     faults = p.add_argument_group("behaviour")
-    faults.add_argument("--latency-ms", type=float, default=0.0)
-    faults.add_argument("--crawl-delay", type=float, default=None)
-    faults.add_argument("--fail-503", type=float, default=0.0, metavar="FRACTION")
-    faults.add_argument("--fail-429", type=float, default=0.0, metavar="FRACTION")
-    faults.add_argument("--retry-after", type=int, default=1, metavar="SECONDS")
-    faults.add_argument("--reset-fraction", type=float, default=0.0)
-    faults.add_argument("--slow-fraction", type=float, default=0.0)
-    faults.add_argument("--slow-seconds", type=float, default=1.0)
-    faults.add_argument("--oversized-fraction", type=float, default=0.0)
-    faults.add_argument("--fault-seed", type=int, default=0)
+    faults.add_argument("--latency-ms", type=float, default=0.0, help="added before every answer")
+    faults.add_argument("--crawl-delay", type=float, default=None, help="Crawl-delay in robots.txt, seconds")
+    faults.add_argument("--fail-503", type=float, default=0.0, metavar="FRACTION", help="answer 503 to this share")
+    faults.add_argument(
+        "--fail-429", type=float, default=0.0, metavar="FRACTION", help="answer 429 with Retry-After to this share"
+    )
+    faults.add_argument("--retry-after", type=int, default=1, metavar="SECONDS", help="the 429s' Retry-After")
+    faults.add_argument("--reset-fraction", type=float, default=0.0, help="reset the connection for this share")
+    faults.add_argument("--slow-fraction", type=float, default=0.0, help="trickle the body for this share")
+    faults.add_argument("--slow-seconds", type=float, default=1.0, help="how long a trickled body takes")
+    faults.add_argument("--oversized-fraction", type=float, default=0.0, help="send a huge body to this share")
+    faults.add_argument("--fault-seed", type=int, default=0, help="which requests fault is deterministic per seed")
+    faults.add_argument(
+        "--faulty-attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="only the first N requests to a path can fault (default 3); 0: every request can",
+    )
     return p
 
 
@@ -52,6 +65,7 @@ def _site(args: argparse.Namespace) -> DemoSite:
         slow_body_seconds=args.slow_seconds,
         oversized_fraction=args.oversized_fraction,
         fault_seed=args.fault_seed,
+        faulty_attempts=args.faulty_attempts or None,
     )
     catalogue = Catalogue(
         books=args.books,
