@@ -85,7 +85,9 @@ class LocalRunner:
         logs.parent.mkdir(parents=True, exist_ok=True)
         with _exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, _logs_to(sink):
             result = self._run_on_moto(spec, progress)
-        result.outputs["logs"] = str(logs)
+        named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")  # the run id is known only now
+        logs.replace(named)
+        result.outputs["logs"] = str(named)
         return result
 
     def _run_on_moto(self, spec: CrawlSpec, progress: Progress | None) -> LocalRun:
