@@ -62,10 +62,12 @@ def make_transport(variant: str, concurrency: int) -> httpx.AsyncBaseTransport |
 
 
 def transport_name(fetcher: PageFetcher) -> str:
-    """The class of the transport the fetcher ended up using (for the report only)."""
-    client = getattr(fetcher, "_client", None)
-    transport = getattr(client, "_transport", None) or getattr(fetcher, "_transport", None)
-    return type(transport).__name__ if transport is not None else "unknown"
+    """What the fetcher ended up sending through (for the report only): an injected transport, else its wire."""
+    transport = getattr(fetcher, "_transport", None)
+    if transport is not None:
+        return type(transport).__name__
+    wire = getattr(fetcher, "_wire", None)
+    return type(wire).__name__ if wire is not None else "unknown"
 
 
 class CountingSink:

@@ -18,7 +18,8 @@ from sluice.spec import Politeness, RetryPolicy
 
 pytestmark = pytest.mark.anyio
 MB = 1024 * 1024
-TRANSPORTS: dict[str, Callable[[httpx.Limits], httpx.AsyncBaseTransport]] = {
+TRANSPORTS: dict[str, Callable[[httpx.Limits], httpx.AsyncBaseTransport | None]] = {
+    "default": lambda limits: None,  # PageFetcher's own wire: aiohttp without httpx
     "aiohttp": aiohttp_transport,
     "httpx": httpx_transport,
 }
@@ -62,11 +63,11 @@ def politeness(**overrides: Any) -> Politeness:
 
 @pytest.fixture(params=sorted(TRANSPORTS))
 def transport_name(request: pytest.FixtureRequest) -> str:
-    """Run a test on both transports."""
+    """Run a test on every transport (the default wire included)."""
     return str(request.param)
 
 
-def make_fetcher(transport: str = "aiohttp", guard: AddressGuard | None = None, **overrides: Any) -> PageFetcher:
+def make_fetcher(transport: str = "default", guard: AddressGuard | None = None, **overrides: Any) -> PageFetcher:
     """A fetcher allowed onto loopback (the demo site) unless a stricter guard is given."""
     spec = politeness(**overrides)
     limits = httpx.Limits(max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency)

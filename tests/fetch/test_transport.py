@@ -22,7 +22,8 @@ REPLIES = {
     "short-body": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\nok",
     "closed": b"",
 }
-TRANSPORTS: dict[str, Callable[[httpx.Limits], httpx.AsyncBaseTransport]] = {
+TRANSPORTS: dict[str, Callable[[httpx.Limits], httpx.AsyncBaseTransport | None]] = {
+    "default": lambda limits: None,  # PageFetcher's own wire: aiohttp without httpx
     "aiohttp": aiohttp_transport,
     "httpx": httpx_transport,
     "sharded": lambda limits: ShardedTransport.of_httpx(limits, 2),

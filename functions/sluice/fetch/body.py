@@ -7,7 +7,7 @@ bomb never inflates more than the cap plus one byte, whatever the chunk size of 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 
 import httpx
 
@@ -63,11 +63,23 @@ async def read_capped(
         if len(body) > cap and not truncate:
             raise PermanentFetchError(f"body over {cap} bytes")
         return body[:cap]
+    return await decode_capped(response.aiter_raw(), content_encoding, cap, truncate=truncate, on_raw=on_raw)
+
+
+async def decode_capped(
+    chunks: AsyncIterable[bytes],
+    content_encoding: str,
+    cap: int,
+    *,
+    truncate: bool = False,
+    on_raw: Callable[[int], None] | None = None,
+) -> bytes:
+    """The decoded body of the raw ``chunks``; over ``cap`` it raises, or truncates if asked."""
     decoder = _decoder(content_encoding)
     parts: list[bytes] = []
     total = 0
     try:
-        async for chunk in response.aiter_raw():
+        async for chunk in chunks:
             if on_raw is not None:
                 on_raw(len(chunk))
             out = decoder.decode(chunk, cap - total + 1)

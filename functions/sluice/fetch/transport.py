@@ -1,4 +1,4 @@
-"""Transports the fetcher can run on; :func:`default_transport` is the measured choice."""
+"""httpx transports the fetcher can run on, and the guarded aiohttp session under the default one."""
 
 from __future__ import annotations
 
@@ -67,27 +67,28 @@ class MappedAiohttpTransport(AiohttpTransport):
         return response
 
 
-def aiohttp_transport(limits: httpx.Limits, guard: AddressGuard | None = None) -> httpx.AsyncBaseTransport:
-    """httpx on top of an aiohttp connection pool (no cookie jar, no proxy from the environment).
+def guarded_session(limits: httpx.Limits, guard: AddressGuard | None = None) -> aiohttp.ClientSession:
+    """An aiohttp session: no cookie jar, no proxy from the environment, no silent resend.
 
     With ``guard``, addresses are re-checked when connecting (:class:`GuardedResolver`).
     """
+    connector = aiohttp.TCPConnector(
+        limit=limits.max_connections or 100,
+        keepalive_timeout=limits.keepalive_expiry or 15.0,
+        ttl_dns_cache=30,
+        resolver=GuardedResolver(guard) if guard is not None else None,
+    )
+    session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False)
+    if hasattr(session, "_retry_connection"):
+        # aiohttp silently resends an idempotent request once when the connection drops; retries
+        # must be ours alone (counted, spaced by the domain gate, backed off).
+        session._retry_connection = False
+    return session
 
-    def session() -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(
-            limit=limits.max_connections or 100,
-            keepalive_timeout=limits.keepalive_expiry or 15.0,
-            ttl_dns_cache=30,
-            resolver=GuardedResolver(guard) if guard is not None else None,
-        )
-        session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False)
-        if hasattr(session, "_retry_connection"):
-            # aiohttp silently resends an idempotent request once when the connection drops; retries
-            # must be ours alone (counted, spaced by the domain gate, backed off).
-            session._retry_connection = False
-        return session
 
-    return MappedAiohttpTransport(limits=limits, trust_env=False, client=session)
+def aiohttp_transport(limits: httpx.Limits, guard: AddressGuard | None = None) -> httpx.AsyncBaseTransport:
+    """httpx on top of an aiohttp connection pool (:func:`guarded_session`)."""
+    return MappedAiohttpTransport(limits=limits, trust_env=False, client=lambda: guarded_session(limits, guard))
 
 
 class ShardedTransport(httpx.AsyncBaseTransport):
@@ -116,5 +117,6 @@ class ShardedTransport(httpx.AsyncBaseTransport):
 
 
 def default_transport(limits: httpx.Limits, guard: AddressGuard | None = None) -> httpx.AsyncBaseTransport:
-    """The transport :class:`~sluice.fetch.client.PageFetcher` uses unless given one (see client.py)."""
+    """The best httpx transport (:class:`~sluice.fetch.client.PageFetcher` itself, given none, skips
+    httpx and speaks to the same aiohttp pool directly: ``wire.AiohttpWire``)."""
     return aiohttp_transport(limits, guard)
