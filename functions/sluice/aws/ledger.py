@@ -40,7 +40,6 @@ COUNTERS = (
     "records_changed",
     "records_unchanged",
     "items",
-    "dead_letters",
 )
 TALLIES = ("missing", "rejected", "failures", "skips")
 """Per-run maps counted by key: missing and rejected by field, failures and skips by reason."""
@@ -294,14 +293,6 @@ class RunLedger:
                 return None
             raise
         return self._state(from_item(answer["Attributes"]))
-
-    def add_dead_letters(self, crawl: str, run_id: str, count: int) -> None:
-        self._db.update_item(
-            TableName=self.table,
-            Key=to_item({"pk": f"crawl#{crawl}", "sk": f"run#{run_id}"}),
-            UpdateExpression="ADD dead_letters :n",
-            ExpressionAttributeValues=to_item({":n": count}),
-        )
 
     # -- claims -------------------------------------------------------------------------------
 
