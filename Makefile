@@ -31,8 +31,8 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check functions infra tests bench
-	$(BIN)/ruff format --check functions infra tests bench
+	$(BIN)/ruff check functions tools infra tests bench
+	$(BIN)/ruff format --check functions tools infra tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -20,12 +20,12 @@ from selectolax.lexbor import LexborHTMLParser
 
 from bench.client_sluice import bench_spec
 from bench.common import CLIENT_CORE, RESULT_PREFIX, pin_to_core
-from sluice.charset import decode_html
-from sluice.demosite.catalogue import Catalogue
-from sluice.extract import extract_page
+from sluice.extraction.charset import decode_html
+from sluice.extraction.extract import extract_page
+from sluice.extraction.urls import canonicalize_url
 from sluice.fetch.outcomes import content_hash
 from sluice.spec import CrawlSpec, parse_spec
-from sluice.urls import canonicalize_url
+from sluice_tools.demosite.catalogue import Catalogue
 
 BASE = "http://127.0.0.1:8710"
 PAGE_URL = f"{BASE}/catalogue/page-7.html"

@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 
 from bench.common import ClientResult, Stopwatch, client_args, complete, peak_rss_mb, pin_to_core
-from sluice.engine import Crawl
-from sluice.extract import Record
+from sluice.extraction.extract import Record
 from sluice.fetch import transport as transports
 from sluice.fetch.client import PageFetcher
 from sluice.spec import CrawlSpec, parse_spec
+from sluice_tools.crawl.engine import Crawl
 
 VARIANTS = ("default", "httpx", "aiohttp", "httpx-sharded")
 

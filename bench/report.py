@@ -16,7 +16,7 @@ from bench.common import ITEMS_PER_PAGE
 Run = dict[str, Any]
 DOCS = Path("docs/benchmarks.md")
 LATEST = Path("bench/results/latest.json")
-COMMAND = "make bench    # = PYTHONPATH=functions:. .venv/bin/python -m bench.run"
+COMMAND = "make bench    # = .venv/bin/python -m bench.run"
 
 
 def derive(run: Run, latency_ms: float) -> Run:
@@ -160,7 +160,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "## Method",
         "",
-        f"- **Site**: the bundled demo catalogue (`sluice.demosite`), {cfg['pages']:,} listing pages of 20",
+        f"- **Site**: the bundled demo catalogue (`sluice_tools.demosite`), {cfg['pages']:,} listing pages of 20",
         "  `article.product_pod` cards (~50 KB each, ~10 KB gzipped; every client asks for gzip),",
         f"  {cfg['latency_ms']:g} ms of added latency per response, pages pre-rendered before the clock starts.",
         "  The server runs in its own process pinned to core 1; every client runs in its own fresh process",
@@ -256,8 +256,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "```",
         COMMAND,
-        "PYTHONPATH=functions:. .venv/bin/python -m bench.run --quick   # ~1 minute smoke run",
-        "PYTHONPATH=functions:. .venv/bin/python -m bench.run --pages 500 --latency-ms 20 --clients sluice,scrapy",
+        ".venv/bin/python -m bench.run --quick   # ~1 minute smoke run",
+        ".venv/bin/python -m bench.run --pages 500 --latency-ms 20 --clients sluice,scrapy",
         "```",
         "",
         "Results land in `bench/results/bench-YYYYMMDD-HHMMSS.json` and `bench/results/latest.json`;",

@@ -1,7 +1,7 @@
 """`make bench`: run every client against the demo site and write results and docs/benchmarks.md.
 
-    PYTHONPATH=functions:. .venv/bin/python -m bench.run            # the full benchmark (~6-9 minutes)
-    PYTHONPATH=functions:. .venv/bin/python -m bench.run --quick    # smoke run: 300 pages, 32 in flight
+    .venv/bin/python -m bench.run            # the full benchmark (~6-9 minutes)
+    .venv/bin/python -m bench.run --quick    # smoke run: 300 pages, 32 in flight
 
 Each client run is a fresh ``python -m bench.client_NAME`` process pinned to core 0 against a
 demo-site process pinned to core 1 (see serve.py); the harness only starts processes and reads

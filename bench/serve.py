@@ -13,9 +13,9 @@ import sys
 import time
 
 from bench.common import SERVER_CORE, pin_to_core
-from sluice.demosite.catalogue import Catalogue
-from sluice.demosite.config import DemoSiteConfig
-from sluice.demosite.server import DemoSite
+from sluice_tools.demosite.catalogue import Catalogue
+from sluice_tools.demosite.config import DemoSiteConfig
+from sluice_tools.demosite.server import DemoSite
 
 
 def prerender(catalogue: Catalogue, pages: int) -> None:

@@ -20,8 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements.txt"
 PACKAGE = ROOT / "functions" / "sluice"
 CRAWLS = ROOT / "crawls"
-# Local-only parts of the package: the local runner, the demo site and the CLI never run in Lambda.
-NOT_SHIPPED = ("local", "demosite", "cli.py", "report.py", "__pycache__")
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 
 
@@ -37,11 +35,8 @@ def _digest(paths: Iterable[Path], *extra: str) -> str:
 
 def shipped_files() -> list[Path]:
     """The package's files that go to Lambda, and the crawl specs."""
-    files = [
-        p
-        for p in PACKAGE.rglob("*")
-        if p.is_file() and not any(part in NOT_SHIPPED for part in p.relative_to(PACKAGE).parts)
-    ]
+    # The whole package ships: developer tooling lives in tools/, so there is nothing to leave out.
+    files = [p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.relative_to(PACKAGE).parts]
     specs = [p for p in CRAWLS.iterdir() if p.suffix in (".yaml", ".yml", ".json")]
     return files + specs
 

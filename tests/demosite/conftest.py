@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from sluice.demosite import RunningDemoSite, running_demo_site
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import html
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
-from sluice.demosite import Catalogue
+from sluice_tools.demosite import Catalogue
 
 LISTING = "/catalogue/page-1.html"
 

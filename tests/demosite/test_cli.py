@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 import sluice
-from sluice.demosite import Catalogue, main, running_demo_site
+import sluice_tools
+from sluice_tools.demosite import Catalogue, main, running_demo_site
 
 
 def test_refuses_non_loopback_host(capsys: pytest.CaptureFixture[str]) -> None:
@@ -28,9 +29,9 @@ def test_refuses_bad_fractions(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_serves_until_sigterm() -> None:
-    functions = str(Path(sluice.__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": functions}
-    command = [sys.executable, "-m", "sluice.demosite", "--port", "0", "--books", "40", "--crawl-delay", "1.5"]
+    paths = [str(Path(m.__file__).resolve().parent.parent) for m in (sluice, sluice_tools)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    command = [sys.executable, "-m", "sluice_tools.demosite", "--port", "0", "--books", "40", "--crawl-delay", "1.5"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as proc:  # noqa: S603
         try:
             assert proc.stdout is not None

@@ -8,7 +8,7 @@ import zlib
 import httpx
 import pytest
 
-from sluice.demosite import RunningDemoSite
+from sluice_tools.demosite import RunningDemoSite
 
 
 def test_status(client: httpx.Client) -> None:

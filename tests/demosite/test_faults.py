@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sluice.demosite import DemoSiteConfig, Fault, RunningDemoSite
-from sluice.demosite.faults import choose
+from sluice_tools.demosite import DemoSiteConfig, Fault, RunningDemoSite
+from sluice_tools.demosite.faults import choose
 
 LISTING = "/catalogue/page-1.html"
 

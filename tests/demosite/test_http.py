@@ -10,7 +10,7 @@ import socket
 import httpx
 import pytest
 
-from sluice.demosite import Catalogue, DemoSite, DemoSiteConfig, RunningDemoSite
+from sluice_tools.demosite import Catalogue, DemoSite, DemoSiteConfig, RunningDemoSite
 
 LISTING = "/catalogue/page-1.html"
 IDENTITY = {"Accept-Encoding": "identity"}

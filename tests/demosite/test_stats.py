@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import httpx
 
-from sluice.demosite import RunningDemoSite
+from sluice_tools.demosite import RunningDemoSite
 
 
 def _wait_for(condition: Callable[[], bool]) -> bool:

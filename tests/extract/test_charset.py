@@ -7,7 +7,7 @@ import codecs
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from sluice.charset import decode_html, parser_input
+from sluice.extraction.charset import decode_html, parser_input
 
 CP1252_PAGE = (
     "<!DOCTYPE html>\n<html><head>\n"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from sluice.extract import PageExtraction, Record, content_hash, extract_page, extractor_for
+from sluice.extraction.extract import PageExtraction, Record, content_hash, extract_page, extractor_for
 from sluice.spec import CrawlSpec
 
 PAGE_URL = "https://books.toscrape.com/catalogue/category/books_1/page-1.html"
@@ -51,7 +51,7 @@ def test_page_is_parsed_once(spec: CrawlSpec, page: str, monkeypatch: pytest.Mon
         parses.append(len(html))
         return LexborHTMLParser(html)
 
-    monkeypatch.setattr("sluice.extract.LexborHTMLParser", counting)
+    monkeypatch.setattr("sluice.extraction.extract.LexborHTMLParser", counting)
     extract_page(spec, PAGE_URL, page)
     assert parses == [len(page)]
 
@@ -345,9 +345,9 @@ def test_page_wide_and_per_item_selection_agree(
             pods[7] = pods[7].replace("<h3>", "<h4>").replace("</h3>", "</h4>")
             pods[9] = pods[9].replace('class="star-rating Five"', "")
         html = listing(pods)
-    monkeypatch.setattr("sluice.extract._PAGE_WIDE_MIN_ITEMS", 1)
+    monkeypatch.setattr("sluice.extraction.extract._PAGE_WIDE_MIN_ITEMS", 1)
     page_wide = extract_page(spec, PAGE_URL, html)
-    monkeypatch.setattr("sluice.extract._PAGE_WIDE_MIN_ITEMS", 10**9)
+    monkeypatch.setattr("sluice.extraction.extract._PAGE_WIDE_MIN_ITEMS", 10**9)
     per_item = extract_page(spec, PAGE_URL, html)
     assert page_wide == per_item
     assert page_wide.items >= 12

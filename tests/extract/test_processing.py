@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sluice.processing import (
-    Pipeline,
+from sluice.extraction.processing import (
+    FieldProcessor,
     _parse_number_general,
     _parse_price_general,
     compiled_regex,
@@ -90,7 +90,7 @@ def test_parse_number(text: str, number: float | None) -> None:
 
 def test_none_stops_the_pipeline() -> None:
     # Without the stop, the replace step would turn the missing value into the string "None".
-    pipeline = Pipeline([RegexStep(regex=r"(\d+)"), ReplaceStep(replace=("1", "2"))])
+    pipeline = FieldProcessor([RegexStep(regex=r"(\d+)"), ReplaceStep(replace=("1", "2"))])
     assert pipeline("none here") is None
     assert pipeline("a 1 b") == "2"
 
@@ -102,7 +102,7 @@ def test_string_steps_accept_numbers() -> None:
 def test_regexes_compiled_once() -> None:
     pattern = r"only-(\d+)-once"
     compiled_regex.cache_clear()
-    pipelines = [Pipeline(steps({"regex": pattern})) for _ in range(5)]
+    pipelines = [FieldProcessor(steps({"regex": pattern})) for _ in range(5)]
     assert [p("only-7-once") for p in pipelines] == ["7"] * 5
     assert compiled_regex.cache_info().misses == 1
 

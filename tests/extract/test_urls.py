@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from sluice.extraction.urls import Scope, canonicalize_url, resolve_link
 from sluice.spec import CrawlSpec
-from sluice.urls import Scope, canonicalize_url, resolve_link
 
 PAGE = "https://books.toscrape.com/catalogue/category/books_1/page-1.html"
 

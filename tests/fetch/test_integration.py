@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from sluice.demosite import RunningDemoSite, running_demo_site
-from sluice.demosite.stats import RequestRecord
 from sluice.fetch import AddressGuard, Failed, Fetched, NotModified, PageFetcher, Skipped
 from sluice.fetch.transport import aiohttp_transport, httpx_transport
 from sluice.spec import Politeness, RetryPolicy
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
+from sluice_tools.demosite.stats import RequestRecord
 
 pytestmark = pytest.mark.anyio
 MB = 1024 * 1024

@@ -25,14 +25,14 @@ from moto import mock_aws
 from sluice.aws import clients
 from sluice.aws.clients import client
 from sluice.aws.ledger import RunState
-from sluice.demosite import RunningDemoSite, running_demo_site
 from sluice.handlers import fetcher, finalizer, runtime, scheduler
-from sluice.local.context import LocalContext
-from sluice.local.resources import create_resources, dlq_url, fake_credentials, serialized_calls
-from sluice.local.runner import sqs_record
 from sluice.observability import logger
 from sluice.pipeline.services import Services, load_crawl
 from sluice.spec import CrawlSpec, parse_spec
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
+from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
+from sluice_tools.emulate.runner import sqs_record
 
 BOOKS = 100
 """Demo catalogue size for these tests: 5 listing pages of 20 books."""

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from sluice.demosite import RunningDemoSite
 from sluice.handlers import fetcher
+from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "books"
 NOT_JSON = "not json"

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from sluice.aws.ledger import PageCounts
-from sluice.demosite import RunningDemoSite
+from sluice.extraction.urls import canonicalize_url
 from sluice.handlers import fetcher
 from sluice.spec import CrawlSpec
-from sluice.urls import canonicalize_url
+from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "books"
 PAGES = 5

@@ -13,12 +13,12 @@ from moto.dynamodb.models.table import Table
 
 from sluice.aws.clients import client
 from sluice.aws.ledger import RunInFlight
-from sluice.demosite import RunningDemoSite
 from sluice.handlers import scheduler
-from sluice.local.context import LocalContext
 from sluice.messages import StartEvent
 from sluice.pipeline import start
 from sluice.pipeline.start import start_run
+from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.emulate.context import LocalContext
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from sluice.demosite import RunningDemoSite
 from sluice.pipeline.batch import visibility_backoff
 from sluice.pipeline.visit import IN_PROCESS_WAIT_CAP_S
+from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "edge"
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from sluice.cli import main
-from sluice.demosite import RunningDemoSite
 from sluice.spec import parse_spec
+from sluice_tools.cli import main
+from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "books"
 PAGES = 5

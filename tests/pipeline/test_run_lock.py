@@ -10,11 +10,11 @@ import pytest
 from sluice.aws.clients import client
 from sluice.aws.items import to_item
 from sluice.aws.ledger import RunInFlight
-from sluice.demosite import RunningDemoSite
 from sluice.handlers import scheduler
-from sluice.local.context import LocalContext
-from sluice.local.runner import LocalRunner, StateInUse, _exclusive
 from sluice.spec import parse_spec
+from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.runner import LocalRunner, StateInUse, _exclusive
 
 CRAWL = "books"
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
 
-from sluice.demosite import RunningDemoSite
 from sluice.handlers import fetcher, finalizer, scheduler
-from sluice.local.context import LocalContext
 from sluice.messages import CrawlMessage, FinalizeEvent, StartEvent, parse_body
+from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.emulate.context import LocalContext
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 CRAWL = "demo-books"  # the crawl the samples name

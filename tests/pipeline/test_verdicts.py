@@ -11,9 +11,9 @@ import pytest
 
 from sluice.aws import ledger as ledger_module
 from sluice.aws.ledger import new_run_id
-from sluice.demosite import RunningDemoSite
 from sluice.messages import StartEvent
 from sluice.metrics import NAMESPACE, UNITS, RunMetric
+from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "books"
 BOOKS = 100

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sluice.selectors import FieldSelector, parse_field_selector
 from sluice.spec import CrawlSpec, RegexStep, SpecError, load_spec, parse_spec
+from sluice.spec.selectors import FieldSelector, parse_field_selector
 
 CRAWLS = Path(__file__).resolve().parents[2] / "crawls"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sluice.domain.verdict import RunCounts, judge
 from sluice.spec import Alerts
-from sluice.verdict import RunCounts, judge
 
 ALERTS = Alerts(record_count_floor=0.5, max_error_rate=0.1)
 

@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 from sluice.aws.clients import client
 from sluice.aws.items import from_item, to_item
 from sluice.aws.ledger import url_hash
-from sluice.extract import Record
+from sluice.extraction.extract import Record
 from sluice.fetch.outcomes import Validators
 
 Change = Literal["new", "changed", "unchanged"]

@@ -20,8 +20,7 @@ from botocore.exceptions import ClientError
 
 from sluice.aws.clients import client
 from sluice.aws.ledger import url_hash
-from sluice.extract import Record
-from sluice.sinks import record_line
+from sluice.extraction.extract import Record, record_line
 
 _PART_BYTES = 16 * 1024 * 1024  # multipart parts: S3 wants >= 5 MiB; bounded memory either way
 

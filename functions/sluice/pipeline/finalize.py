@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.aws.ledger import RunState
+from sluice.domain.verdict import RunCounts, Verdict, judge
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
 from sluice.pipeline.services import Services
-from sluice.verdict import RunCounts, Verdict, judge
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from itertools import islice
 
+from sluice.extraction.urls import canonicalize_url
 from sluice.messages import StartEvent, UrlTask
 from sluice.observability import logger
 from sluice.pipeline.services import Services
-from sluice.urls import canonicalize_url
 
 CHUNK = 1_000
 """Seeds claimed and sent per step: 11 DynamoDB transactions and 10 SQS requests."""

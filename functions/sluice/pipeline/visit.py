@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from sluice.aws.catalog import PageState
 from sluice.aws.ledger import PageCounts, RunClosed
-from sluice.charset import parser_input
-from sluice.extract import extract_page
+from sluice.extraction.charset import parser_input
+from sluice.extraction.extract import extract_page
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped
 from sluice.messages import CrawlMessage, MalformedMessage, UrlTask

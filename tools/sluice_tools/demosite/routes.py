@@ -7,8 +7,8 @@ from functools import lru_cache
 from .catalogue import Catalogue
 from .config import DemoSiteConfig
 from .faults import error_page
+from .http1 import Request, Response
 from .page import Page
-from .wire import Request, Response
 
 _HOME = frozenset({"/", "/index.html", "/catalogue", "/catalogue/", "/catalogue/index.html"})
 _GIF = bytes.fromhex("47494638396101000100800000ffffff00000021f90401000000002c00000000010001000002024401003b")

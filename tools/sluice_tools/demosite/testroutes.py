@@ -15,9 +15,9 @@ from urllib.parse import quote
 
 from . import fixtures
 from .faults import error_page, filler, once, trickle
+from .http1 import Request, Response, Result, Streamed
 from .page import HTML, Page, http_date
 from .routes import page_response
-from .wire import Request, Response, Result, Streamed
 
 MAX_BOMB = 4 * 1024**3
 _SAFE_URL = ":/?#[]@!$&'()*+,;=%~"

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sluice.aws.ledger import RunState
-from sluice.local.runner import LocalRun
-from sluice.local.runner import Progress as ProgressFn
+from sluice_tools.emulate.runner import LocalRun
+from sluice_tools.emulate.runner import Progress as ProgressFn
 
 
 @contextmanager

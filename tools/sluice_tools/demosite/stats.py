@@ -7,7 +7,7 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .wire import Request
+from .http1 import Request
 
 _Row = tuple[int, str, str, str, str, str | None, str | None, str | None, int]
 

@@ -10,9 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sluice.engine import CrawlTally, crawl
-from sluice.sinks import JsonlSink
 from sluice.spec import CrawlSpec
+from sluice_tools.crawl.engine import CrawlTally, crawl
+from sluice_tools.crawl.sinks import JsonlSink
 
 
 def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Server choice: a hand-written asyncio.Protocol HTTP/1.1 keep-alive server (proto
 aiohttp's low-level server (aiohttp.web.Server serving the same cached bytes) about 4x.
 Measured on the 2-core dev machine, server pinned to core 0, wrk pinned to core 1, 50 KB page:
 
-    taskset -c 0 python -m sluice.demosite --port 8765 [--latency-ms 50]
+    taskset -c 0 python -m sluice_tools.demosite --port 8765 [--latency-ms 50]
     taskset -c 1 wrk -t1 -c128 -d10s --latency http://127.0.0.1:8765/catalogue/page-1.html
 
     asyncio.Protocol, 128 conns:            27,800 req/s (1.3 GB/s), p50 3.6 ms, p99 12 ms
@@ -26,10 +26,10 @@ from collections.abc import Awaitable
 from . import faults, routes
 from .catalogue import Catalogue
 from .config import DemoSiteConfig
+from .http1 import Request, Response, Result, Streamed
 from .protocol import HttpProtocol
 from .stats import DemoStats
 from .testroutes import FixedEndpoints
-from .wire import Request, Response, Result, Streamed
 
 
 def is_loopback(host: str) -> bool:

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sluice.charset import parser_input
-from sluice.extract import PageExtraction, Record, extract_page
+from sluice.extraction.charset import parser_input
+from sluice.extraction.extract import PageExtraction, Record, extract_page
+from sluice.extraction.urls import canonicalize_url
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.spec import CrawlSpec
-from sluice.urls import canonicalize_url
 
 
 class RecordSink(Protocol):

@@ -33,7 +33,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _crawl(args: argparse.Namespace) -> int:
-    from sluice.report import crawl_with_progress
+    from sluice_tools.crawl.summary import crawl_with_progress
 
     try:
         spec = load_spec(args.spec)
@@ -48,15 +48,15 @@ def _crawl(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from sluice.local.demo import run_demo
+    from sluice_tools.emulate.demo import run_demo
 
     return run_demo(Path(args.spec), Path(args.state), port=args.port)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sluice.local.report import as_json, as_text, progress_bar
-    from sluice.local.runner import LocalRunner, StateInUse
     from sluice.messages import MalformedMessage
+    from sluice_tools.emulate.report import as_json, as_text, progress_bar
+    from sluice_tools.emulate.runner import LocalRunner, StateInUse
 
     try:
         spec = load_spec(args.spec, named_after_file=True)
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["demo-site"]:
         # Everything after `demo-site` belongs to the demo site's own parser (its --help included).
-        from sluice.demosite.cli import main as serve
+        from sluice_tools.demosite.cli import main as serve
 
         return serve(arguments[1:])
     args = build_parser().parse_args(arguments)

@@ -16,8 +16,8 @@ import hashlib
 from collections.abc import AsyncGenerator
 
 from .config import DemoSiteConfig
+from .http1 import Response, Result, Streamed
 from .page import HTML
-from .wire import Response, Result, Streamed
 
 
 class Fault(enum.Enum):

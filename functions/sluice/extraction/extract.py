@@ -11,10 +11,10 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
-from sluice.processing import Pipeline
-from sluice.selectors import FieldSelector
+from sluice.extraction.processing import FieldProcessor
+from sluice.extraction.urls import Scope, canonicalize_url, resolve_link
 from sluice.spec import CrawlSpec
-from sluice.urls import Scope, canonicalize_url, resolve_link
+from sluice.spec.selectors import FieldSelector
 
 Getter = Callable[[LexborNode], "str | None"]
 _LINK_TAGS = frozenset({"a", "area", "link"})
@@ -44,6 +44,12 @@ class Record:
         return content_hash(self.data)
 
 
+def record_line(record: Record) -> str:
+    """One record as one JSON line: its fields, plus ``_key`` and ``_page`` for provenance."""
+    payload: dict[str, Any] = {"_key": record.key, "_page": record.page_url, **record.data}
+    return json.dumps(payload, ensure_ascii=False, sort_keys=False) + "\n"
+
+
 @dataclass(frozen=True, slots=True)
 class PageExtraction:
     """What one page yielded: records, in-scope links and the counts a run's health is judged by.
@@ -67,7 +73,7 @@ class _Field:
     name: str
     css: str | None
     get: Getter
-    pipeline: Pipeline
+    pipeline: FieldProcessor
     required: bool
     many: bool
 
@@ -121,7 +127,7 @@ class Extractor:
         self._pages = re.compile(extract.pages) if extract.pages is not None else None
         self._key = tuple(extract.key or ())
         self._fields = tuple(
-            _Field(name, f.selector.css, _getter(f.selector), Pipeline(f.process), f.required, f.many)
+            _Field(name, f.selector.css, _getter(f.selector), FieldProcessor(f.process), f.required, f.many)
             for name, f in extract.fields.items()
         )
         # Distinct single-element selectors: fields sharing one ("h3 a") run it once per item.
@@ -132,7 +138,7 @@ class Extractor:
     def extract(self, page_url: str, html: str | bytes) -> PageExtraction:
         """Extract records and links from one page; broken or empty HTML yields what it can.
 
-        ``html`` is text, or bytes lexbor reads as UTF-8 (see :func:`sluice.charset.parser_input`).
+        ``html`` is text, or bytes lexbor reads as UTF-8 (see :func:`sluice.extraction.charset.parser_input`).
         """
         tree = LexborHTMLParser(html)
         base_url = _base_url(tree, page_url)

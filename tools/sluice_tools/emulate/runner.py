@@ -28,13 +28,13 @@ from moto import mock_aws
 from sluice.aws.clients import client
 from sluice.aws.ledger import RunState
 from sluice.handlers import fetcher, finalizer, runtime, scheduler
-from sluice.local import state
-from sluice.local.context import LocalContext
-from sluice.local.resources import create_resources, dlq_url, fake_credentials, serialized_calls
 from sluice.observability import logger
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
+from sluice_tools.emulate import state
+from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
 
 RUN_TIME_LIMIT_S = 3600.0
 """A local run that has not drained in an hour is stopped and finalized as unfinished."""

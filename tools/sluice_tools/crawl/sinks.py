@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from sluice.extract import Record
-
-
-def record_line(record: Record) -> str:
-    """One record as one JSON line: its fields, plus ``_key`` and ``_page`` for provenance."""
-    payload: dict[str, Any] = {"_key": record.key, "_page": record.page_url, **record.data}
-    return json.dumps(payload, ensure_ascii=False, sort_keys=False) + "\n"
+from sluice.extraction.extract import Record, record_line
 
 
 class JsonlSink:

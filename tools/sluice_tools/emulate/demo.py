@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sluice.demosite import running_demo_site
-from sluice.local.report import as_text, progress_bar
-from sluice.local.runner import LocalRun, LocalRunner
 from sluice.spec import load_spec
+from sluice_tools.demosite import running_demo_site
+from sluice_tools.emulate.report import as_text, progress_bar
+from sluice_tools.emulate.runner import LocalRun, LocalRunner
 
 DEMO_PORT = 8710
 

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from sluice.extraction.urls import resolve_link
 from sluice.spec import ProcessStep, RegexStep, ReplaceStep
-from sluice.urls import resolve_link
 
 StepFn = Callable[[Any, str], Any]
 """One compiled step: ``(value, base_url) -> value``, None when the value is missing."""
@@ -179,7 +179,7 @@ def compile_step(step: ProcessStep) -> StepFn:
     return _NAMED[step]
 
 
-class Pipeline:
+class FieldProcessor:
     """A field's steps compiled once; calling it runs them in order and stops at the first None."""
 
     __slots__ = ("_steps",)
@@ -197,4 +197,4 @@ class Pipeline:
 
 def process_value(value: str, steps: Sequence[ProcessStep], base_url: str = "") -> Any:
     """Apply ``steps`` to ``value`` (resolving ``absolute_url`` against ``base_url``); None if missing."""
-    return Pipeline(steps)(value, base_url)
+    return FieldProcessor(steps)(value, base_url)

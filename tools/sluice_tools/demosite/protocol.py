@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Protocol, cast
 
-from .wire import BadRequest, Request, Response, Result, Streamed, head_bytes, parse_request
+from .http1 import BadRequest, Request, Response, Result, Streamed, head_bytes, parse_request
 
 log = logging.getLogger(__name__)
 _NO_BODY = frozenset({204, 304})

@@ -1,0 +1,45 @@
+"""The crawl spec: one YAML or JSON file that says what to crawl, what to extract and how politely."""
+
+from sluice.spec.load import SPEC_SUFFIXES, load_spec, parse_spec
+from sluice.spec.models import (
+    DEFAULT_RETRY_STATUSES,
+    DEFAULT_USER_AGENT,
+    MAX_SEED_URLS,
+    Alerts,
+    CrawlSpec,
+    Extract,
+    ExtractField,
+    Follow,
+    Politeness,
+    ProcessStep,
+    RegexStep,
+    ReplaceStep,
+    RetryPolicy,
+    SeedRange,
+    Seeds,
+    SpecError,
+    Step,
+)
+
+__all__ = [
+    "DEFAULT_RETRY_STATUSES",
+    "DEFAULT_USER_AGENT",
+    "MAX_SEED_URLS",
+    "SPEC_SUFFIXES",
+    "Alerts",
+    "CrawlSpec",
+    "Extract",
+    "ExtractField",
+    "Follow",
+    "Politeness",
+    "ProcessStep",
+    "RegexStep",
+    "ReplaceStep",
+    "RetryPolicy",
+    "SeedRange",
+    "Seeds",
+    "SpecError",
+    "Step",
+    "load_spec",
+    "parse_spec",
+]

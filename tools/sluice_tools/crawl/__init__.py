@@ -1,0 +1,1 @@
+"""``sluice crawl``: the engine alone (fetch, extract, follow) with an in-memory frontier and a JSON Lines sink."""
