@@ -1,14 +1,16 @@
-"""Built-in demo site: a deterministic Books-to-Scrape-like catalogue over HTTP on 127.0.0.1.
+"""Built-in demo site: a Books-to-Scrape-like catalogue and a link-heavy docs site on 127.0.0.1.
 
 Catalogue paths: `/` and `/index.html` (301 to page 1), `/catalogue/page-{n}.html`,
 `/catalogue/{slug}_{id}/index.html`, `/catalogue/category/{name}_{k}/index.html|page-{n}.html`,
 `/private/...` (disallowed by `/robots.txt`), `/sitemap.xml`, `/media/...` (1x1 GIF).
+Docs paths (docs.py): `/docs/index.html`, `/docs/{section}/index.html`, `/docs/{section}/{slug}.html`.
 Test endpoints live under `/_test/` (testroutes.py), stats under `/_demo/stats|reset`.
 """
 
 from .catalogue import Catalogue
 from .cli import main
 from .config import DemoSiteConfig
+from .docs import DocsSite
 from .faults import Fault
 from .server import DemoSite
 from .stats import DemoStats, RequestRecord
@@ -19,6 +21,7 @@ __all__ = [
     "DemoSite",
     "DemoSiteConfig",
     "DemoStats",
+    "DocsSite",
     "Fault",
     "RequestRecord",
     "RunningDemoSite",

@@ -1,4 +1,4 @@
-"""The deterministic book catalogue: maps site paths to pre-rendered, cached pages."""
+"""The deterministic book catalogue: maps site paths to pre-rendered, cached pages (docs.py: /docs/)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from html import escape
 
 from . import render
 from .books import CATEGORIES, Book, category_slug, generate_books
+from .docs import DocsSite
 from .page import Page, version_time
 
 _DETAIL = re.compile(r"/catalogue/([a-z0-9-]+)_(\d+)/index\.html")
@@ -29,10 +30,13 @@ class Catalogue:
         version: int = 0,
         changed_fraction: float = 0.0,
         broken_selector: bool = False,
+        docs_pages: int = 2000,
     ) -> None:
         if books < 1 or per_page < 1 or version < 0 or not 0.0 <= changed_fraction <= 1.0:
             raise ValueError("need books >= 1, per_page >= 1, version >= 0, 0 <= fraction <= 1")
-        self.args = (books, per_page, seed, heavy, version, changed_fraction, broken_selector)
+        self.args = (books, per_page, seed, heavy, version, changed_fraction, broken_selector, docs_pages)
+        # One version knob for all content: a new version re-prices books and rewrites docs pages.
+        self.docs = DocsSite(docs_pages, seed, version, changed_fraction)
         self.per_page = per_page
         self.version = version
         self.books: list[Book] = generate_books(books, seed, version, changed_fraction)
@@ -52,7 +56,7 @@ class Catalogue:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        names = ("books", "per_page", "seed", "heavy", "version", "changed_fraction", "broken_selector")
+        names = ("books", "per_page", "seed", "heavy", "version", "changed_fraction", "broken_selector", "docs_pages")
         return f"Catalogue({', '.join(f'{n}={v!r}' for n, v in zip(names, self.args, strict=True))})"
 
     @property
@@ -79,7 +83,9 @@ class Catalogue:
         yield from (self.detail_path(b) for b in self.books)
 
     def get(self, path: str) -> Page | None:
-        """The page at `path`, rendered on first use and cached; None when there is none."""
+        """The page at `path` (/docs/ paths are `docs` pages), rendered on first use and cached; None if none."""
+        if path.startswith("/docs/"):
+            return self.docs.get(path)
         try:
             return self._cache[path]
         except KeyError:

@@ -27,7 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", type=int, default=0, dest="content_version", help="content version: prices change between them"
     )
     content.add_argument(
-        "--changed-fraction", type=float, default=0.0, help="share of books whose price changes per version"
+        "--changed-fraction", type=float, default=0.0, help="share of books (and docs pages) changed per version"
+    )
+    content.add_argument(
+        "--docs-pages", type=int, default=2000, help="articles of the link-heavy docs site under /docs/ (default 2000)"
     )
     content.add_argument("--broken-selector", action="store_true", help="rename the price class, as a redesign would")
     faults = p.add_argument_group("behaviour")
@@ -75,6 +78,7 @@ def _site(args: argparse.Namespace) -> DemoSite:
         version=args.content_version,
         changed_fraction=args.changed_fraction,
         broken_selector=args.broken_selector,
+        docs_pages=args.docs_pages,
     )
     return DemoSite(config, catalogue)
 

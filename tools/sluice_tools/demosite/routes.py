@@ -1,4 +1,4 @@
-"""Catalogue routes: pages with validators and gzip, redirects to page 1, robots, sitemap."""
+"""Content routes: pages with validators and gzip, redirects to page 1 and the docs index, robots, sitemap."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .http1 import Request, Response
 from .page import Page
 
 _HOME = frozenset({"/", "/index.html", "/catalogue", "/catalogue/", "/catalogue/index.html"})
+_DOCS_HOME = frozenset({"/docs", "/docs/"})
 _GIF = bytes.fromhex("47494638396101000100800000ffffff00000021f90401000000002c00000000010001000002024401003b")
 NOT_CONTENT = ("/robots.txt", "/sitemap.xml", "/_test/", "/_demo/")
 """Path prefixes that are never subject to injected faults."""
@@ -61,6 +62,8 @@ def content(request: Request, catalogue: Catalogue, config: DemoSiteConfig) -> R
     path = request.path
     if path in _HOME:
         return Response(301, [("Location", catalogue.listing_path(1))])
+    if path in _DOCS_HOME:
+        return Response(301, [("Location", "/docs/index.html")])
     if path == "/robots.txt":
         return page_response(robots(config.crawl_delay), request)
     if path == "/sitemap.xml":
