@@ -29,13 +29,16 @@ class StackConfig:
     runtime: str = "python3.13"
     architecture: str = "arm64"
     scheduler: FunctionSettings = field(
-        default_factory=lambda: FunctionSettings("sluice.handlers.scheduler.handler", 512, 900, 2)
+        # 8 bytes a seed for the seed set, and its sort: 1,024 MB plans 10 million seeds.
+        default_factory=lambda: FunctionSettings("sluice.handlers.scheduler.handler", 1024, 900, 2)
     )
     fetcher: FunctionSettings = field(
-        default_factory=lambda: FunctionSettings("sluice.handlers.fetcher.handler", 1024, 120)
+        # Mostly waiting on sites: memory for bodies in flight, not CPU (docs/costs.md measures it).
+        default_factory=lambda: FunctionSettings("sluice.handlers.fetcher.handler", 512, 120)
     )
     finalizer: FunctionSettings = field(
-        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 1024, 900, 2)
+        # Counting and copying a million pages: about 16 bytes a record in memory, and S3 bandwidth.
+        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 2048, 900, 2)
     )
     # The fetcher's event source: batch size and window, and the fleet-wide cap that protects target sites.
     batch_size: int = 10
@@ -48,7 +51,9 @@ class StackConfig:
     dlq_retention_days: int = 14
     queue_retention_days: int = 4
     urls_per_message: int = 10
-    claim_ttl_days: int = 30
+    claim_ttl_days: int = 15
+    """A run's URL entries live this long: the next run seeds from them, so a crawl runs at least this often."""
+    work_retention_days: int = 14
     log_retention_days: int = 30
     run_deadline_hours: int = 12
     sweep_minutes: int = 15
@@ -70,8 +75,8 @@ class StackConfig:
         return self.name("ledger")
 
     @property
-    def catalog_table(self) -> str:
-        return self.name("catalog")
+    def records_table(self) -> str:
+        return self.name("records")
 
     @property
     def finalizer_function(self) -> str:

@@ -17,7 +17,7 @@ from infra import bundling
 from infra.config import FunctionSettings, StackConfig
 from infra.queues import Queues
 from infra.storage import Storage
-from sluice.aws.objects import PAGES_PREFIX, RUNS_PREFIX
+from sluice.domain.layout import RUNS_PREFIX, WORK_PREFIX
 from sluice.metrics import NAMESPACE
 from sluice.settings import Settings
 from sluice.spec import CrawlSpec
@@ -64,7 +64,7 @@ class Functions(Construct):
         # validate the real values at cold start (Settings.from_env).
         settings = Settings.model_construct(
             ledger_table=storage.ledger.table_name,
-            catalog_table=storage.catalog.table_name,
+            records_table=storage.records.table_name if any(s.output.records_table for s in specs) else "",
             bucket=storage.bucket.bucket_name,
             queue_url=queues.frontier.queue_url,
             specs_dir=Path(SPECS_DIR),
@@ -75,21 +75,32 @@ class Functions(Construct):
         self.fetcher = self._function("Fetcher", config, config.fetcher, config.name("fetcher"), environment)
         self.finalizer = self._function("Finalizer", config, config.finalizer, config.finalizer_function, environment)
 
-        # Least privilege, through grants: each function gets what its step touches.
-        storage.ledger.grant_read_write_data(self.scheduler)
+        # Least privilege, through grants: each function gets what its step touches. Every function
+        # that reads objects may list the prefixes it reads, so a missing key is 404, not 403.
+        storage.ledger.grant_read_write_data(self.scheduler)  # the run and lock; the catalog run's URLs
         queues.frontier.grant_send_messages(self.scheduler)
         _grant_invoke_by_name(self.scheduler, stack, config.scheduler_function)  # fan-out continuations
+        _grant_objects(self.scheduler, storage, WORK_PREFIX, ["s3:PutObject"])  # the seed set
+        _grant_objects(self.scheduler, storage, RUNS_PREFIX, ["s3:GetObject"], list_prefix=True)  # catalog index
 
-        storage.ledger.grant_read_write_data(self.fetcher)
-        storage.catalog.grant_read_write_data(self.fetcher)
+        storage.ledger.grant_read_write_data(self.fetcher)  # URL entries, progress shards, the run (read)
         queues.frontier.grant_send_messages(self.fetcher)  # discovered links
         _grant_invoke_by_name(self.fetcher, stack, config.finalizer_function)
-        # Page objects: written per page, and read as the source of a 304's server-side copy.
-        _grant_objects(self.fetcher, storage, PAGES_PREFIX, ["s3:PutObject", "s3:GetObject"])
+        # One part of records per batch written, the run's seed set read.
+        _grant_objects(self.fetcher, storage, WORK_PREFIX, ["s3:PutObject", "s3:GetObject"], list_prefix=True)
+        if any(s.output.records_table for s in specs):
+            storage.records.grant_write_data(self.fetcher)
 
         storage.ledger.grant_read_write_data(self.finalizer)
-        _grant_objects(self.finalizer, storage, PAGES_PREFIX, ["s3:GetObject"], list_prefix=True)
-        _grant_objects(self.finalizer, storage, RUNS_PREFIX, ["s3:PutObject", "s3:AbortMultipartUpload"])
+        # Reads this run's parts and the catalog run's output; writes this run's output.
+        _grant_objects(self.finalizer, storage, WORK_PREFIX, ["s3:GetObject"], list_prefix=True)
+        _grant_objects(
+            self.finalizer,
+            storage,
+            RUNS_PREFIX,
+            ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+            list_prefix=True,
+        )
 
         self.fetcher.add_event_source(
             sources.SqsEventSource(

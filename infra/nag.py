@@ -31,18 +31,19 @@ def acknowledge(stack: SluiceStack) -> None:
                 "these are the only actions granted on '*' (the tests assert no other).",
             ),
         )
-    for function in (functions.fetcher, functions.finalizer):
+    for function in (functions.scheduler, functions.fetcher, functions.finalizer):
         Validations.of(function).acknowledge(
             Acknowledgment(
-                id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/pages/*]",
-                reason="Page objects are keyed per crawl, run and URL hash, created at run time: the pages/ prefix "
+                id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/work/*]",
+                reason="Parts and seed sets are keyed per crawl, run and batch, created at run time: the work/ prefix "
                 "is the narrowest resource, and only the object actions each function uses are granted on it.",
             )
         )
-    Validations.of(functions.finalizer).acknowledge(
-        Acknowledgment(
-            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/runs/*]",
-            reason="Run outputs are keyed per crawl and run, created at run time: runs/ is the narrowest resource, "
-            "with PutObject and AbortMultipartUpload only.",
+    for function in (functions.scheduler, functions.finalizer):
+        Validations.of(function).acknowledge(
+            Acknowledgment(
+                id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/runs/*]",
+                reason="Run outputs are keyed per crawl and run, created at run time: runs/ is the narrowest resource; "
+                "the scheduler reads the catalog run's page index, the finalizer reads and writes outputs.",
+            )
         )
-    )

@@ -1,4 +1,4 @@
-"""Where state lives: the run ledger and catalog tables, the records bucket and its access-log bucket."""
+"""Where state lives: the run ledger, the records table, the bucket and its access-log bucket."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import StackConfig
-from sluice.aws.objects import PAGES_PREFIX, RUNS_PREFIX
+from sluice.domain.layout import RUNS_PREFIX, WORK_PREFIX
 
 
 class Storage(Construct):
@@ -26,16 +26,17 @@ class Storage(Construct):
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=recovery,
-            # URL claims only matter while their run is in flight.
-            time_to_live_attribute="expires_at",
+            # A run's URL entries matter while it is in flight and as the next run's catalog.
+            time_to_live_attribute="t",
             removal_policy=RemovalPolicy.RETAIN,
             partition_key=pk,
             sort_key=sk,
         )
-        self.catalog = dynamodb.Table(
+        # Written only for specs with output.records_table: each record key's current record.
+        self.records = dynamodb.Table(
             self,
-            "Catalog",
-            table_name=config.catalog_table,
+            "RecordsTable",
+            table_name=config.records_table,
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=recovery,
@@ -63,8 +64,10 @@ class Storage(Construct):
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="records/",
             lifecycle_rules=[
-                # Per-page objects are working data: a run copies what it carries forward.
-                s3.LifecycleRule(id="expire-page-objects", prefix=PAGES_PREFIX, expiration=Duration.days(90)),
+                # Parts and seed sets are working data: the finalizer copies what the output keeps.
+                s3.LifecycleRule(
+                    id="expire-work", prefix=WORK_PREFIX, expiration=Duration.days(config.work_retention_days)
+                ),
                 s3.LifecycleRule(
                     id="age-run-outputs",
                     prefix=RUNS_PREFIX,

@@ -6,13 +6,20 @@ half-processed.
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sluice.domain.pages import RECORD_DIGEST_BYTES, Prior
+
 CrawlName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
 RunId = Annotated[str, Field(pattern=r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")]
+MAX_DIGEST_BYTES = 2_000 * RECORD_DIGEST_BYTES
+"""A task carries the digests of up to 2,000 records (a page with more is classified as all new)."""
+MAX_DIGESTS_B64 = 4 * ((MAX_DIGEST_BYTES + 2) // 3)
 
 
 class MalformedMessage(ValueError):
@@ -23,21 +30,66 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class PriorState(_Message):
+    """What the catalog run knew of a page (:class:`~sluice.domain.pages.Prior`), compact for the queue."""
+
+    etag: Annotated[str, Field(max_length=1024)] | None = None
+    lm: Annotated[str, Field(max_length=256)] | None = None
+    body: Annotated[str, Field(max_length=64)] | None = None
+    n: Annotated[int, Field(ge=0)] = 0
+    d: Annotated[str, Field(max_length=MAX_DIGESTS_B64)] = ""
+    """The page's record digests, base64 (empty when it had more than the queue carries)."""
+    c: bool = False
+    """The page's records are in the catalog run's output (a 304 carries them)."""
+
+    @classmethod
+    def of(cls, prior: Prior) -> PriorState:
+        digests = base64.b64encode(prior.digests).decode() if len(prior.digests) <= MAX_DIGEST_BYTES else ""
+        return cls(
+            etag=prior.etag, lm=prior.last_modified, body=prior.body_hash, n=prior.records, d=digests, c=prior.carried
+        )
+
+    def prior(self) -> Prior:
+        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c)
+
+
 class UrlTask(_Message):
-    """One URL of a run, and how many link hops it is from a seed."""
+    """One URL of a run: how many link hops it is from a seed, who found it, what the catalog knew of it."""
 
     url: Annotated[str, Field(min_length=8, max_length=2048)]
     depth: Annotated[int, Field(ge=0, le=100)] = 0
-    parent: str | None = None
+    origin: Literal["seed", "link"] = "seed"
+    parent: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
+    """The first 16 hex characters of the URL hash of the page that claimed this link."""
+    prior: PriorState | None = None
 
 
 class CrawlMessage(_Message):
     """An SQS message: several URLs of one run, so a million seeds cost a tenth as many messages."""
 
-    v: Literal[1] = 1
+    v: Literal[2] = 2
     crawl: CrawlName
     run_id: RunId
     tasks: Annotated[list[UrlTask], Field(min_length=1, max_length=50)]
+
+
+MESSAGE_BYTES = 64 * 1024
+"""Messages stay under 64 KB: SQS bills each 64 KB of a request as one request (and stops at 256 KB)."""
+
+
+def pack(crawl: str, run_id: str, tasks: Sequence[UrlTask], urls_per_message: int) -> Iterator[str]:
+    """Message bodies of at most ``urls_per_message`` tasks and about :data:`MESSAGE_BYTES` each."""
+    chunk: list[UrlTask] = []
+    size = 0
+    for task in tasks:
+        task_bytes = len(task.model_dump_json()) + 1
+        if chunk and (len(chunk) >= urls_per_message or size + task_bytes > MESSAGE_BYTES - 512):
+            yield CrawlMessage(crawl=crawl, run_id=run_id, tasks=chunk).model_dump_json()
+            chunk, size = [], 0
+        chunk.append(task)
+        size += task_bytes
+    if chunk:
+        yield CrawlMessage(crawl=crawl, run_id=run_id, tasks=chunk).model_dump_json()
 
 
 class StartEvent(_Message):

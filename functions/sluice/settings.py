@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sluice.pipeline.services import Tuning
+
 ENV_PREFIX = "SLUICE_"
 
 
@@ -21,7 +23,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     ledger_table: str = Field(min_length=3)
-    catalog_table: str = Field(min_length=3)
+    records_table: str = ""
+    """The records table, for specs with ``output.records_table`` (empty: the stack has none)."""
     bucket: str = Field(min_length=3)
     queue_url: str = Field(pattern=r"^https?://")
     specs_dir: Path
@@ -30,12 +33,23 @@ class Settings(BaseModel):
     max_receive_count: int = Field(default=5, ge=1, le=1000)
     urls_per_message: int = Field(default=10, ge=1, le=50)
     run_deadline_hours: float = Field(default=12, gt=0, le=168)
-    claim_ttl_days: int = Field(default=30, ge=1, le=365)
+    claim_ttl_days: int = Field(default=15, ge=2, le=365)
+    """How long a run's URL entries live: the next run seeds from them (its catalog)."""
     visibility_base_s: float = Field(default=10.0, ge=0, le=900)
     """First visibility backoff of a message returned for a transient failure; doubles per receive."""
     visibility_max_s: float = Field(default=900.0, ge=0, le=43_200)
     allow_loopback: bool = False
     """Only the local runner and tests set this; the stack never does."""
+
+    def tuning(self) -> Tuning:
+        return Tuning(
+            max_receive_count=self.max_receive_count,
+            run_deadline_hours=self.run_deadline_hours,
+            visibility_base_s=self.visibility_base_s,
+            visibility_max_s=self.visibility_max_s,
+            catalog_max_age_days=self.claim_ttl_days - 1,
+            allow_loopback=self.allow_loopback,
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

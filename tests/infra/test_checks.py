@@ -13,10 +13,12 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
-from sluice.aws.ledger import RunState
+from sluice.domain.runs import RunState
+from sluice.domain.tally import RunTally
 from sluice.domain.verdict import RunCounts, judge
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
 from sluice.pipeline.finalize import emit_metrics
+from sluice.pipeline.output import OutputSummary
 from sluice.spec import Alerts
 
 # Rules we ignore, and why. W3005: aws-cdk-lib adds DependsOn from each function to its own role,
@@ -64,13 +66,11 @@ def _emitted(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
         started_at="2026-11-29T21:00:00+00:00",
         deadline="2026-11-30T09:00:00+00:00",
         spec_digest="x",
-        counters={"fetched": 40, "not_modified": 10, "failed": 0, "skipped": 0, "records_new": 1000,
-                  "records_changed": 0, "records_unchanged": 0, "enqueued": 50, "done": 50, "items": 1000},
-        missing={},
-        failures={},
-    )  # fmt: skip
+    )
+    tally = RunTally(seeds=50, seeds_done=50, fetched=40, not_modified=10, records_new=1000, items=1000)
+    output = OutputSummary(files=[], records=1000, pages=50, duplicates=0, carried_missing=0, bytes=1, folder="f")
     capsys.readouterr()
-    emit_metrics(run, verdict)
+    emit_metrics(run, tally, output, verdict)
     (document,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     emitted: dict[str, Any] = document
     return emitted

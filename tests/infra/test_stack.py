@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Template
 from infra.config import DEFAULT
 from infra.crawls import deployed_specs
 
@@ -136,19 +136,19 @@ def test_fetcher_event_source_reports_partial_failures_with_a_fleet_cap(resource
 
 def test_tables_are_on_demand_encrypted_and_recoverable(resources: dict[str, Any]) -> None:
     tables = [t["Properties"] for t in of_type(resources, "AWS::DynamoDB::Table").values()]
-    assert sorted(t["TableName"] for t in tables) == sorted([DEFAULT.ledger_table, DEFAULT.catalog_table])
+    assert sorted(t["TableName"] for t in tables) == sorted([DEFAULT.ledger_table, DEFAULT.records_table])
     for table in tables:
         assert table["BillingMode"] == "PAY_PER_REQUEST"
         assert table["SSESpecification"] == {"SSEEnabled": True}
         assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
 
 
-def test_ledger_expires_url_claims(resources: dict[str, Any]) -> None:
+def test_ledger_expires_url_entries(resources: dict[str, Any]) -> None:
     tables = {
         t["Properties"]["TableName"]: t["Properties"] for t in of_type(resources, "AWS::DynamoDB::Table").values()
     }
-    assert tables[DEFAULT.ledger_table]["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
-    assert "TimeToLiveSpecification" not in tables[DEFAULT.catalog_table]
+    assert tables[DEFAULT.ledger_table]["TimeToLiveSpecification"] == {"AttributeName": "t", "Enabled": True}
+    assert "TimeToLiveSpecification" not in tables[DEFAULT.records_table]
 
 
 def test_buckets_are_encrypted_and_private(resources: dict[str, Any]) -> None:
@@ -181,8 +181,9 @@ def test_records_bucket_has_lifecycle_rules_per_prefix(resources: dict[str, Any]
         b for b in of_type(resources, "AWS::S3::Bucket").values() if "LoggingConfiguration" in b["Properties"]
     )
     rules = {r["Id"]: r for r in records["Properties"]["LifecycleConfiguration"]["Rules"]}
-    assert rules["expire-page-objects"]["Prefix"] == "pages/"
-    assert rules["expire-page-objects"]["ExpirationInDays"] == 90
+    assert rules["expire-work"]["Prefix"] == "work/"
+    assert rules["expire-work"]["ExpirationInDays"] == DEFAULT.work_retention_days
+    assert "ExpirationInDays" not in rules["age-run-outputs"]  # a run's output is the next run's carried records
     assert rules["age-run-outputs"]["Prefix"] == "runs/"
     assert [t["StorageClass"] for t in rules["age-run-outputs"]["Transitions"]] == ["STANDARD_IA", "GLACIER_IR"]
 
@@ -294,23 +295,47 @@ def test_only_xray_is_granted_on_every_resource(resources: dict[str, Any]) -> No
         assert set(statement["Action"]) == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
-def test_fetcher_writes_only_page_objects(resources: dict[str, Any], template: Template) -> None:
-    s3 = [s for s in _statements(resources) if any(str(a).startswith("s3:") for a in s["Action"] if isinstance(a, str))]
-    resources_json = [json.dumps(s["Resource"]) for s in s3]
-    assert all(
-        "/pages/*" in r or "/runs/*" in r or "s3:prefix" in json.dumps(s)
-        for r, s in zip(resources_json, s3, strict=True)
-    )
-    template.has_resource_properties(
-        "AWS::IAM::Policy",
-        Match.object_like(
-            {
-                "PolicyName": Match.string_like_regexp("FunctionsFetcher.*"),
-                "PolicyDocument": {
-                    "Statement": Match.array_with(
-                        [Match.object_like({"Action": ["s3:PutObject", "s3:GetObject"], "Effect": "Allow"})]
-                    )
-                },
-            }
-        ),
-    )
+def _s3_grants(resources: dict[str, Any], function: str) -> dict[str, set[str]]:
+    """A function's S3 grants: each object prefix (or "list:PREFIX") to its actions."""
+    grants: dict[str, set[str]] = {}
+    for logical, policy in of_type(resources, "AWS::IAM::Policy").items():
+        if not logical.startswith(f"Functions{function}"):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            s3 = {a for a in actions if a.startswith("s3:")}
+            if not s3:
+                continue
+            if s3 == {"s3:ListBucket"}:
+                prefixes = statement["Condition"]["StringLike"]["s3:prefix"]
+                for prefix in prefixes:
+                    grants.setdefault(f"list:{prefix}", set()).update(s3)
+                continue
+            resource = json.dumps(statement["Resource"])
+            prefix = next(p for p in ("work/", "runs/") if f"/{p}*" in resource)
+            grants.setdefault(prefix, set()).update(s3)
+    return grants
+
+
+def test_each_function_gets_exactly_the_object_actions_its_step_uses(resources: dict[str, Any]) -> None:
+    assert _s3_grants(resources, "Scheduler") == {
+        "work/": {"s3:PutObject"},  # the seed set
+        "runs/": {"s3:GetObject"},  # the catalog run's page index
+        "list:runs/*": {"s3:ListBucket"},
+    }
+    assert _s3_grants(resources, "Fetcher") == {
+        "work/": {"s3:PutObject", "s3:GetObject"},  # parts written, the seed set read
+        "list:work/*": {"s3:ListBucket"},
+    }
+    assert _s3_grants(resources, "Finalizer") == {
+        "work/": {"s3:GetObject"},
+        "runs/": {"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"},
+        "list:work/*": {"s3:ListBucket"},
+        "list:runs/*": {"s3:ListBucket"},
+    }
+
+
+def test_no_function_writes_the_records_table_unless_a_spec_asks_for_it(resources: dict[str, Any]) -> None:
+    table = next(k for k, v in of_type(resources, "AWS::DynamoDB::Table").items() if "Records" in k)
+    granted = [json.dumps(s) for s in _statements(resources) if table in json.dumps(s.get("Resource"))]
+    assert granted == []  # no shipped spec sets output.records_table

@@ -1,20 +1,29 @@
-"""Integration fixtures for the pipeline: moto, the demo site over loopback, and an event source mapping played by hand.
+"""Integration fixtures for the pipeline: both adapter sets, the demo site on loopback, the event source by hand.
 
-``pipeline`` starts moto, creates the stack's resources, installs :class:`Services` whose async
-triggers are plain lists, and hands out a :class:`Pipeline` whose helpers play the SQS event
-source mapping one step at a time (receive, invoke the real fetcher handler with a real SQS event,
-delete what succeeded), so a test can inject a fault between any two steps.
+``pipeline`` is parametrized over the two adapter sets, so every test that takes it runs twice:
+
+- ``aws``: moto with the stack's queue, dead-letter queue, tables and bucket, and the real Lambda
+  handlers invoked with real SQS events;
+- ``local``: the state folder's SQLite file and objects, and the pipeline steps called as the
+  local runner calls them.
+
+Either way a :class:`Harness` plays the event source mapping one step at a time (receive,
+invoke, delete what succeeded), so a test can inject a fault between any two steps.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
+import math
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import pytest
 import yaml
@@ -22,12 +31,19 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from infra.config import DEFAULT
 from moto import mock_aws
 
-from sluice.aws import clients
-from sluice.aws.clients import client
-from sluice.aws.ledger import RunState
-from sluice.handlers import fetcher, finalizer, runtime, scheduler
+from sluice.adapters.aws import clients
+from sluice.adapters.aws.clients import client
+from sluice.adapters.local import LocalStore
+from sluice.domain.layout import manifest_key, summary_key
+from sluice.domain.runs import RunState
+from sluice.domain.tally import RunTally
+from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
+from sluice.messages import StartEvent
 from sluice.observability import logger
-from sluice.pipeline.services import Services, load_crawl
+from sluice.pipeline.finalize import finalize_run, sweep
+from sluice.pipeline.services import Services, Tuning, load_crawl
+from sluice.pipeline.start import start_run
+from sluice.pipeline.visit import Container, QueuedMessage, visit_batch
 from sluice.spec import CrawlSpec, parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate.context import LocalContext
@@ -39,8 +55,6 @@ BOOKS = 100
 PAGES = BOOKS // 20
 MAX_STEPS = 200
 """Upper bound on event-source-mapping steps in any drain (every loop here is bounded)."""
-
-Message = dict[str, Any]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -59,6 +73,7 @@ def books_spec(
     retry_times: int = 2,
     max_depth: int = 1,
     max_error_rate: float = 0.05,
+    max_pages: int = 500,
 ) -> dict[str, Any]:
     """The demo crawl (crawls/demo-books.yaml) aimed at ``base_url``, with tiny backoffs."""
     seeds: dict[str, Any] = {"urls": [f"{base_url}{u}" if u.startswith("/") else u for u in urls]}
@@ -67,7 +82,7 @@ def books_spec(
     return {
         "name": name,
         "seeds": seeds,
-        "follow": {"selectors": ["li.next a"], "max_depth": max_depth, "max_pages": 500},
+        "follow": {"selectors": ["li.next a"], "max_depth": max_depth, "max_pages": max_pages},
         "extract": {
             "item": "article.product_pod",
             "pages": r"/catalogue/page-\d+\.html$",
@@ -89,6 +104,9 @@ def books_spec(
     }
 
 
+SpecData = Callable[..., dict[str, Any]]
+
+
 def write_spec(specs_dir: Path, data: dict[str, Any]) -> CrawlSpec:
     """Validate ``data`` as a spec and write it where the functions look for it: ``<name>.yaml``."""
     spec = parse_spec(data)
@@ -104,7 +122,7 @@ def context(function: str, timeout_s: int = 900) -> LambdaContext:
 
 @dataclass
 class Logs:
-    """The functions' JSON log lines (Powertools Logger), captured for assertions."""
+    """The pipeline's JSON log lines (Powertools Logger), captured for assertions."""
 
     stream: io.StringIO = field(default_factory=io.StringIO)
 
@@ -124,7 +142,7 @@ class Logs:
 
 @pytest.fixture(autouse=True)
 def logs() -> Iterator[Logs]:
-    """Send the functions' log lines to a buffer (stdout stays for EMF documents, which capsys reads)."""
+    """Send the pipeline's log lines to a buffer (stdout stays for EMF documents, which capsys reads)."""
     handler = logger.registered_handler
     assert isinstance(handler, logging.StreamHandler)
     captured = Logs()
@@ -133,9 +151,6 @@ def logs() -> Iterator[Logs]:
         yield captured
     finally:
         handler.setStream(previous)
-
-
-SpecData = Callable[..., dict[str, Any]]
 
 
 @pytest.fixture(name="books_spec")
@@ -150,8 +165,137 @@ def site() -> Iterator[RunningDemoSite]:
         yield running
 
 
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A received queue message, whichever queue it came from."""
+
+    id: str
+    receipt: str
+    body: str
+    receives: int
+
+
+class Harness(Protocol):
+    """The pipeline on one adapter set, with the event source mapping and async invokes played by hand."""
+
+    kind: str
+    services: Services
+    finalize_requests: list[dict[str, object]]
+    start_requests: list[dict[str, object]]
+    visibility_changes: list[tuple[str, int]]
+    """(receipt, seconds) of every visibility change the fetcher asked for."""
+
+    @property
+    def max_receive_count(self) -> int: ...
+
+    def configure(self, **changes: Any) -> None: ...
+
+    def spec(self, data: dict[str, Any]) -> CrawlSpec: ...
+
+    def start(self, crawl: str) -> str: ...
+
+    def receive(self, max_messages: int = 10) -> list[Message]: ...
+
+    def invoke(self, messages: Sequence[Message]) -> set[str]: ...
+
+    def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None: ...
+
+    def make_visible(self, messages: Sequence[Message]) -> None: ...
+
+    def send_raw(self, *bodies: str) -> None: ...
+
+    def in_queue(self) -> int: ...
+
+    def dead_letters(self) -> list[str]: ...
+
+    def sweep(self) -> list[dict[str, Any]]: ...
+
+    def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]: ...
+
+    def close_container(self) -> None: ...
+
+
 class Pipeline:
-    """The deployed pipeline on moto, with the event source mapping and Lambda's async invokes played by hand."""
+    """What every test drives: one :class:`Harness` and the helpers written once on top of it."""
+
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+
+    @property
+    def kind(self) -> str:
+        return self.harness.kind
+
+    @property
+    def services(self) -> Services:
+        return self.harness.services
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.harness, name)
+
+    def deliver(self, messages: Sequence[Message]) -> set[str]:
+        """One invocation as the event source mapping makes it: invoke, then delete what succeeded."""
+        failed = self.harness.invoke(messages)
+        self.harness.ack(messages, failed)
+        return failed
+
+    def drain(self, batch_size: int = 10) -> int:
+        """Deliver batches until nothing is visible in the queue; return the number of invocations."""
+        for steps in range(MAX_STEPS):
+            messages = self.harness.receive(batch_size)
+            if not messages:
+                return steps
+            self.deliver(messages)
+        raise AssertionError(f"queue not drained after {MAX_STEPS} invocations")
+
+    def finalize(self) -> list[dict[str, Any]]:
+        """Run the finalizer for every finalize request the fetchers made (Lambda's async invokes)."""
+        finalized: list[dict[str, Any]] = []
+        requests = self.harness.finalize_requests
+        for _ in range(MAX_STEPS):
+            if not requests:
+                return finalized
+            finalized += self.harness.finalize_one(requests.pop(0))
+        raise AssertionError(f"still finalize requests after {MAX_STEPS} finalizer invocations")
+
+    def run(self, crawl: str) -> str:
+        """A whole run: schedule, drain the queue, finalize; return the run id."""
+        run_id = self.harness.start(crawl)
+        self.drain()
+        finalized = self.finalize()
+        assert [f["run_id"] for f in finalized] == [run_id], finalized
+        return run_id
+
+    def run_state(self, crawl: str, run_id: str) -> RunState:
+        run = self.services.ledger.get_run(crawl, run_id)
+        assert run is not None
+        return run
+
+    def tally(self, crawl: str, run_id: str) -> RunTally:
+        """The run's exact counts, from its URLs, as the finalizer counts them."""
+        return RunTally.of(self.run_state(crawl, run_id).seeds, self.services.frontier.scan(run_id))
+
+    def summary(self, crawl: str, run_id: str) -> dict[str, Any]:
+        raw = self.services.objects.get(summary_key(crawl, run_id))
+        assert raw is not None, f"no summary for {run_id}"
+        summary: dict[str, Any] = json.loads(raw)
+        return summary
+
+    def records(self, crawl: str, run_id: str) -> list[dict[str, Any]]:
+        """Every record line of the run's output files, as the manifest lists them."""
+        raw = self.services.objects.get(manifest_key(crawl, run_id))
+        assert raw is not None, f"no manifest for {run_id}"
+        lines: list[dict[str, Any]] = []
+        for file in json.loads(raw)["files"]:
+            body = self.services.objects.get(file["key"])
+            assert body is not None
+            lines += [json.loads(line) for line in body.splitlines() if line]
+        return lines
+
+
+class AwsHarness:
+    """The deployed pipeline on moto: real handlers, real SQS events, the stack's resources."""
+
+    kind = "aws"
 
     def __init__(self, specs_dir: Path) -> None:
         self.specs_dir = specs_dir
@@ -161,129 +305,85 @@ class Pipeline:
         )
         self.finalize_requests: list[dict[str, object]] = []
         self.start_requests: list[dict[str, object]] = []
-        self.visibility_changes: list[dict[str, Any]] = []
+        self.visibility_changes: list[tuple[str, int]] = []
         self.sqs = client("sqs")
         self.sqs.meta.events.register("before-parameter-build.sqs.ChangeMessageVisibility", self._record_visibility)
         self.services = self._build()
 
     def _record_visibility(self, params: dict[str, Any], **_: Any) -> None:
-        self.visibility_changes.append(dict(params))
+        self.visibility_changes.append((params["ReceiptHandle"], params["VisibilityTimeout"]))
 
     def _build(self) -> Services:
-        services = Services.build(
+        services = bootstrap.aws_services(
             self.settings, finalize_later=self.finalize_requests.append, continue_start=self.start_requests.append
         )
-        runtime.install(services)
+        bootstrap.install(services)
         return services
 
-    def configure(self, **settings: Any) -> None:
-        """Change settings (e.g. ``urls_per_message``) and rebuild the services the handlers use."""
-        self.settings = self.settings.model_copy(update=settings)
+    @property
+    def max_receive_count(self) -> int:
+        return self.settings.max_receive_count
+
+    def configure(self, **changes: Any) -> None:
+        self.settings = self.settings.model_copy(update=changes)
         self.services = self._build()
 
     def spec(self, data: dict[str, Any]) -> CrawlSpec:
         return write_spec(self.specs_dir, data)
 
-    # -- scheduler and finalizer ----------------------------------------------------------------
-
     def start(self, crawl: str) -> str:
-        """Invoke the scheduler as the EventBridge rule does; return the run id."""
         answer = scheduler.handler({"crawl": crawl}, context("scheduler"))
         assert answer["complete"] is True
         return str(answer["run_id"])
 
-    def finalize(self) -> list[dict[str, Any]]:
-        """Run the finalizer for every finalize request the fetchers made (Lambda's async invokes)."""
-        finalized: list[dict[str, Any]] = []
-        for _ in range(MAX_STEPS):
-            if not self.finalize_requests:
-                return finalized
-            finalized += finalizer.handler(self.finalize_requests.pop(0), context("finalizer"))["finalized"]
-        raise AssertionError(f"still finalize requests after {MAX_STEPS} finalizer invocations")
-
-    # -- the event source mapping -----------------------------------------------------------------
-
     def receive(self, max_messages: int = 10) -> list[Message]:
-        messages: list[Message] = self.sqs.receive_message(
+        received = self.sqs.receive_message(
             QueueUrl=self.settings.queue_url,
             MaxNumberOfMessages=max_messages,
             MessageSystemAttributeNames=["All"],
             WaitTimeSeconds=0,
         ).get("Messages", [])
-        return messages
+        return [
+            Message(m["MessageId"], m["ReceiptHandle"], m["Body"], int(m["Attributes"]["ApproximateReceiveCount"]))
+            for m in received
+        ]
 
     def invoke(self, messages: Sequence[Message]) -> set[str]:
-        """Invoke the fetcher with these messages as one SQS event; return the ids it reported failed."""
-        event = {"Records": [sqs_record(m, self.settings.queue_url) for m in messages]}
-        answer = fetcher.handler(event, context("fetcher", 120))
+        records = [
+            sqs_record(
+                {
+                    "MessageId": m.id,
+                    "ReceiptHandle": m.receipt,
+                    "Body": m.body,
+                    "Attributes": {"ApproximateReceiveCount": str(m.receives)},
+                },
+                self.settings.queue_url,
+            )
+            for m in messages
+        ]
+        answer = fetcher.handler({"Records": records}, context("fetcher", 120))
         return {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
 
     def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None:
-        done = [m for m in messages if m["MessageId"] not in (failed or set())]
+        done = [m for m in messages if m.id not in (failed or set())]
         for start in range(0, len(done), 10):
             self.sqs.delete_message_batch(
                 QueueUrl=self.settings.queue_url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
-                ],
+                Entries=[{"Id": str(i), "ReceiptHandle": m.receipt} for i, m in enumerate(done[start : start + 10])],
             )
-
-    def deliver(self, messages: Sequence[Message]) -> set[str]:
-        """One invocation as the event source mapping makes it: invoke, then delete what succeeded."""
-        failed = self.invoke(messages)
-        self.ack(messages, failed)
-        return failed
 
     def make_visible(self, messages: Sequence[Message]) -> None:
-        """As if the visibility timeout of messages received but never deleted ran out."""
         for m in messages:
             self.sqs.change_message_visibility(
-                QueueUrl=self.settings.queue_url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+                QueueUrl=self.settings.queue_url, ReceiptHandle=m.receipt, VisibilityTimeout=0
             )
 
-    def drain(self, batch_size: int = 10) -> int:
-        """Deliver batches until nothing is visible in the queue; return the number of invocations."""
-        for steps in range(MAX_STEPS):
-            messages = self.receive(batch_size)
-            if not messages:
-                return steps
-            self.deliver(messages)
-        raise AssertionError(f"queue not drained after {MAX_STEPS} invocations")
-
-    def run(self, crawl: str) -> str:
-        """A whole run: schedule, drain the queue, finalize; return the run id."""
-        run_id = self.start(crawl)
-        self.drain()
-        finalized = self.finalize()
-        assert [f["run_id"] for f in finalized] == [run_id], finalized
-        return run_id
-
-    # -- what a run left behind -------------------------------------------------------------------
-
-    def run_state(self, crawl: str, run_id: str) -> RunState:
-        run = self.services.ledger.get_run(crawl, run_id)
-        assert run is not None
-        return run
-
-    def records(self, crawl: str, run_id: str) -> list[dict[str, Any]]:
-        return self.services.objects.read_lines(self.services.objects.records_key(crawl, run_id))
-
-    def summary(self, crawl: str, run_id: str) -> dict[str, Any]:
-        key = self.services.objects.summary_key(crawl, run_id)
-        summary: dict[str, Any] = json.loads(
-            client("s3").get_object(Bucket=self.settings.bucket, Key=key)["Body"].read()
+    def send_raw(self, *bodies: str) -> None:
+        self.sqs.send_message_batch(
+            QueueUrl=self.settings.queue_url, Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)]
         )
-        return summary
-
-    def object_keys(self, run_id: str) -> set[str]:
-        """Every object in the bucket that belongs to ``run_id``."""
-        keys: set[str] = set()
-        for page in client("s3").get_paginator("list_objects_v2").paginate(Bucket=self.settings.bucket):
-            keys |= {o["Key"] for o in page.get("Contents", []) if run_id in o["Key"]}
-        return keys
 
     def in_queue(self) -> int:
-        """Messages in the queue, visible or in flight."""
         attributes = self.sqs.get_queue_attributes(
             QueueUrl=self.settings.queue_url,
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
@@ -291,7 +391,6 @@ class Pipeline:
         return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
     def dead_letters(self) -> list[str]:
-        """Bodies in the dead-letter queue (received and left there)."""
         url = dlq_url(DEFAULT)
         bodies: dict[str, str] = {}
         for _ in range(20):
@@ -303,26 +402,183 @@ class Pipeline:
             bodies |= {m["MessageId"]: m["Body"] for m in batch}
         return list(bodies.values())
 
-    def send_raw(self, *bodies: str) -> None:
-        """Put bodies on the queue as they are (malformed ones included)."""
-        self.sqs.send_message_batch(
-            QueueUrl=self.settings.queue_url,
-            Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)],
+    def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]:
+        finalized: list[dict[str, Any]] = finalizer.handler(request, context("finalizer"))["finalized"]
+        return finalized
+
+    def sweep(self) -> list[dict[str, Any]]:
+        return self.finalize_one({})
+
+    def close_container(self) -> None:
+        fetcher.close_container()
+
+
+class LocalHarness:
+    """The pipeline on the local store: the steps the local runner calls, on SQLite and files."""
+
+    kind = "local"
+
+    def __init__(self, folder: Path) -> None:
+        self.specs_dir = folder / "crawls"
+        self.store = LocalStore.open(folder / "state", urls_per_message=DEFAULT.urls_per_message)
+        self.tuning = Tuning(
+            max_receive_count=DEFAULT.max_receive_count,
+            visibility_base_s=0.0,
+            visibility_max_s=60.0,
+            allow_loopback=True,
+        )
+        self.finalize_requests: list[dict[str, object]] = []
+        self.start_requests: list[dict[str, object]] = []
+        self.visibility_changes: list[tuple[str, int]] = []
+        self._threads = threading.local()
+        self._real_return_after = self.store.queue.return_after
+        self.store.queue.return_after = self._return_after  # type: ignore[method-assign]
+        self.services = self._build()
+
+    def _return_after(self, receipt: str, delay_s: int) -> None:
+        self.visibility_changes.append((receipt, delay_s))
+        self._real_return_after(receipt, delay_s)
+
+    def _build(self) -> Services:
+        return self.store.services(
+            self.specs_dir,
+            self.tuning,
+            finalize_later=self.finalize_requests.append,
+            continue_start=self.start_requests.append,
         )
 
+    @property
+    def max_receive_count(self) -> int:
+        return self.tuning.max_receive_count
 
-@pytest.fixture
-def pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
-    """moto with the stack's queue, dead-letter queue, tables and bucket; handlers wired to in-memory triggers."""
+    def configure(self, **changes: Any) -> None:
+        if "urls_per_message" in changes:
+            self.store.queue.urls_per_message = changes.pop("urls_per_message")
+        if "max_receive_count" in changes:
+            self.store.queue.max_receive_count = changes["max_receive_count"]
+        self.tuning = Tuning(**{**self.tuning.__dict__, **changes}) if changes else self.tuning
+        self.services = self._build()
+
+    def spec(self, data: dict[str, Any]) -> CrawlSpec:
+        return write_spec(self.specs_dir, data)
+
+    def start(self, crawl: str) -> str:
+        answer = start_run(StartEvent(crawl=crawl), self.services, time_left=lambda: math.inf)
+        assert answer.complete is True
+        return answer.run_id
+
+    def receive(self, max_messages: int = 10) -> list[Message]:
+        return [
+            Message(r.message_id, r.receipt, r.body, r.receive_count)
+            for r in self.store.queue.receive(None, max_messages, 900)
+        ]
+
+    def _loop(self) -> tuple[asyncio.AbstractEventLoop, Container]:
+        if not hasattr(self._threads, "state"):
+            self._threads.state = (asyncio.new_event_loop(), Container(allow_loopback=True))
+        state: tuple[asyncio.AbstractEventLoop, Container] = self._threads.state
+        return state
+
+    def invoke(self, messages: Sequence[Message]) -> set[str]:
+        loop, container = self._loop()
+        queued = [QueuedMessage(m.id, m.receipt, m.body, m.receives) for m in messages]
+        results = loop.run_until_complete(visit_batch(queued, self.services, container))
+        return {message_id for message_id, error in results.items() if error is not None}
+
+    def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None:
+        self.store.queue.delete([m.receipt for m in messages if m.id not in (failed or set())])
+
+    def make_visible(self, messages: Sequence[Message]) -> None:
+        for m in messages:
+            self._real_return_after(m.receipt, 0)
+
+    def send_raw(self, *bodies: str) -> None:
+        self.store.queue.send_bodies("", list(bodies))
+
+    def in_queue(self) -> int:
+        depth = self.store.queue.depth(None)
+        return depth.visible + depth.in_flight
+
+    def dead_letters(self) -> list[str]:
+        return [body for _, body in self.store.queue.dead_letters(None)]
+
+    def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]:
+        crawl, run_id = request.get("crawl"), request.get("run_id")
+        if isinstance(crawl, str) and isinstance(run_id, str):
+            done = finalize_run(crawl, run_id, self.services)
+            results = [done] if done is not None else []
+        else:
+            results = sweep(self.services)
+        return [
+            {
+                "crawl": r.crawl,
+                "run_id": r.run_id,
+                "summary_key": r.summary_key,
+                "healthy": r.summary["verdict"]["healthy"],
+            }
+            for r in results
+        ]
+
+    def sweep(self) -> list[dict[str, Any]]:
+        return self.finalize_one({})
+
+    def close_container(self) -> None:
+        state = getattr(self._threads, "state", None)
+        if state is None:
+            return
+        loop, container = state
+        loop.run_until_complete(container.aclose())
+        loop.close()
+        del self._threads.state
+
+    def close(self) -> None:
+        self.close_container()
+        self.store.close()
+
+
+def _fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
         monkeypatch.setenv(name, "testing")  # restored after the test; fake_credentials() sets the real values
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@contextmanager
+def aws_harness(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsHarness]:
+    _fake_aws_env(monkeypatch)
     with mock_aws(), serialized_calls():
         fake_credentials()
         try:
-            yield Pipeline(tmp_path / "crawls")
+            yield AwsHarness(folder / "crawls")
         finally:
             fetcher.close_container()
-            runtime.reset()
+            bootstrap.reset()
             clients.reset()
             load_crawl.cache_clear()
+
+
+@contextmanager
+def local_harness(folder: Path) -> Iterator[LocalHarness]:
+    harness = LocalHarness(folder)
+    try:
+        yield harness
+    finally:
+        harness.close()
+        load_crawl.cache_clear()
+
+
+@pytest.fixture(params=["aws", "local"])
+def pipeline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
+    """The pipeline on each adapter set in turn: moto and the real handlers, then SQLite and the steps."""
+    if request.param == "aws":
+        with aws_harness(tmp_path, monkeypatch) as aws:
+            yield Pipeline(aws)
+    else:
+        with local_harness(tmp_path) as local:
+            yield Pipeline(local)
+
+
+@pytest.fixture
+def aws_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
+    """The pipeline on moto only: for what is about the AWS path itself (handlers, events, request counts)."""
+    with aws_harness(tmp_path, monkeypatch) as aws:
+        yield Pipeline(aws)

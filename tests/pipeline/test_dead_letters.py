@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections import Counter
@@ -14,9 +15,9 @@ from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "books"
 NOT_JSON = "not json"
-MISSING_FIELDS = json.dumps({"v": 1, "crawl": CRAWL})
+MISSING_FIELDS = json.dumps({"v": 2, "crawl": CRAWL})
 NO_SUCH_RUN = json.dumps(
-    {"v": 1, "crawl": CRAWL, "run_id": "20200101T000000Z-000000", "tasks": [{"url": "http://127.0.0.1:9/x.html"}]}
+    {"v": 2, "crawl": CRAWL, "run_id": "20200101T000000Z-000000", "tasks": [{"url": "http://127.0.0.1:9/x.html"}]}
 )
 
 
@@ -29,26 +30,26 @@ def test_poison_messages_reach_the_dead_letter_queue_while_their_batch_mates_suc
     run_id = pipeline.start(CRAWL)
     poison: dict[str, str] = {}
     deliveries: Counter[str] = Counter()
-    max_receives = pipeline.settings.max_receive_count
+    max_receives = pipeline.max_receive_count
     for _ in range(max_receives + 2):
         batch = pipeline.receive(10)
         if not batch:
             break
         failed = pipeline.deliver(batch)
-        poison |= {m["MessageId"]: m["Body"] for m in batch if m["MessageId"] in failed}
-        deliveries.update(m["MessageId"] for m in batch)
+        poison |= {m.id: m.body for m in batch if m.id in failed}
+        deliveries.update(m.id for m in batch)
         # Only the poison fails; every good message of the same batch is done and deleted.
-        assert {m["Body"] for m in batch if m["MessageId"] in failed} <= {NOT_JSON, MISSING_FIELDS, NO_SUCH_RUN}
+        assert {m.body for m in batch if m.id in failed} <= {NOT_JSON, MISSING_FIELDS, NO_SUCH_RUN}
     assert pipeline.receive(10) == []
     pipeline.finalize()
 
     assert sorted(poison.values()) == sorted([NOT_JSON, MISSING_FIELDS, NO_SUCH_RUN])
     assert {deliveries[m] for m in poison} == {max_receives}
     assert sorted(pipeline.dead_letters()) == sorted(poison.values())
-    run = pipeline.run_state(CRAWL, run_id)
-    assert (run.status, run.counters["done"], run.counters["records_new"]) == ("finished", 5, 100)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (pipeline.run_state(CRAWL, run_id).status, t.done, t.records_new) == ("finished", 5, 100)
     # Returned at once (visibility 0), so they reach the dead-letter queue in seconds, not timeouts.
-    assert {c["VisibilityTimeout"] for c in pipeline.visibility_changes} == {0}
+    assert {seconds for _, seconds in pipeline.visibility_changes} == {0}
 
     reasons = {e["message_id"]: e["reason"] for e in logs.named("malformed message")}
     assert set(reasons) == set(poison)
@@ -68,20 +69,21 @@ def test_message_whose_visibility_cannot_be_changed_fails_alone(
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     good = pipeline.receive(1)
-    stale = {**good[0], "MessageId": "stale-1", "ReceiptHandle": "expired-receipt-handle", "Body": NOT_JSON}
+    stale = dataclasses.replace(good[0], id="stale-1", receipt="expired-receipt-handle", body=NOT_JSON)
 
     assert pipeline.invoke([*good, stale]) == {"stale-1"}
-    assert pipeline.run_state(CRAWL, run_id).counters["done"] == 5
+    assert pipeline.tally(CRAWL, run_id).done == 5
     assert [e["message_id"] for e in logs.named("malformed message")] == ["stale-1"]
 
 
 def test_concurrent_fetcher_invocations_report_their_own_failures(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The local runner's workers are threads standing in for containers: no invocation may see another's results.
+    """The emulated runner's workers are threads standing in for containers: no invocation may see another's results.
 
     The two invocations are interleaved at a fixed point: A has judged its failing record when B starts judging.
     """
+    pipeline = aws_pipeline
     pipeline.configure(urls_per_message=2)
     pipeline.spec(books_spec(CRAWL, site.base_url))
     pipeline.start(CRAWL)
@@ -89,12 +91,12 @@ def test_concurrent_fetcher_invocations_report_their_own_failures(
     first, second, poison = pipeline.receive(1), pipeline.receive(1), pipeline.receive(2)
     batch_a = [poison[-1], *first]  # the poison (sent last) is judged first, then A waits
     batch_b = second
-    assert batch_a[0]["Body"] == NOT_JSON
+    assert batch_a[0].body == NOT_JSON
     meet = threading.Barrier(2, timeout=20)
     real = getattr(fetcher, "process_partial_response")  # noqa: B009 - patched below
 
     def interleaved(*, event: Any, record_handler: Any, processor: Any, context: Any) -> Any:
-        is_a = event["Records"][0]["messageId"] == batch_a[0]["MessageId"]
+        is_a = event["Records"][0]["messageId"] == batch_a[0].id
         judged = [0]
 
         def judge(record: Any) -> Any:
@@ -126,4 +128,4 @@ def test_concurrent_fetcher_invocations_report_their_own_failures(
     for t in threads:
         t.join(60)
     assert errors == []
-    assert answers == {"a": {batch_a[0]["MessageId"]}, "b": set()}
+    assert answers == {"a": {batch_a[0].id}, "b": set()}

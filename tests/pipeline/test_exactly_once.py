@@ -1,7 +1,9 @@
-"""Exactly once, end to end: however SQS delivers, every page is counted once and every record lands once.
+"""Exactly once, end to end: however the queue delivers and wherever a worker dies, every page counts once
+and every record lands in the run's output once.
 
-Each test plays the event source mapping by hand and injects the fault between two steps, then
-checks the run's final ``records.jsonl``, its ledger counters and the objects it left in S3.
+Each test plays the event source mapping by hand, injects the fault between two steps, then checks
+the run's exact counts (from its URLs), its summary and its output files. Every test runs on both
+adapter sets (moto with the real handlers, and the local store).
 """
 
 from __future__ import annotations
@@ -13,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from sluice.aws.ledger import PageCounts
-from sluice.extraction.urls import canonicalize_url
-from sluice.handlers import fetcher
+from sluice.domain.layout import index_key
+from sluice.pipeline import visit as visit_module
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite import RunningDemoSite
 
@@ -28,27 +29,21 @@ def listing(n: int) -> str:
     return f"/catalogue/page-{n}.html"
 
 
-def seed_urls(spec: CrawlSpec) -> list[str]:
-    return [canonicalize_url(u) for u in spec.seeds.iter_urls()]
-
-
-def assert_each_page_and_record_once(pipeline: Any, spec: CrawlSpec, run_id: str, *, new: int = BOOKS) -> None:
+def assert_each_page_and_record_once(pipeline: Any, run_id: str, *, new: int = BOOKS) -> None:
     """The run finished with every page counted once and every record in its output once."""
     run = pipeline.run_state(CRAWL, run_id)
     assert run.status == "finished"
-    c = run.counters
-    assert (c["enqueued"], c["done"], c["fetched"] + c["not_modified"], c["failed"]) == (PAGES, PAGES, PAGES, 0)
-    assert (c["records_new"], c["records_new"] + c["records_changed"] + c["records_unchanged"]) == (new, BOOKS)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.enqueued, t.done, t.fetched + t.not_modified, t.failed, t.pending) == (PAGES, PAGES, PAGES, 0, 0)
+    assert (t.records_new, t.records) == (new, BOOKS)
     records = pipeline.records(CRAWL, run_id)
     keys = Counter(r["_key"] for r in records)
     assert len(records) == BOOKS
     assert max(keys.values()) == 1
     summary = pipeline.summary(CRAWL, run_id)
     assert summary["records"]["total"] == summary["records"]["in_output"] == BOOKS
-    objects = pipeline.services.objects
-    expected = {objects.page_key(CRAWL, run_id, url) for url in seed_urls(spec)}
-    expected |= {objects.records_key(CRAWL, run_id), objects.summary_key(CRAWL, run_id)}
-    assert pipeline.object_keys(run_id) == expected
+    assert summary["pages"]["enqueued"] == PAGES
+    assert run.records == BOOKS
 
 
 def fail_first(calls: int, real: Callable[..., Any], only: Callable[..., bool] = lambda *a: True) -> Callable[..., Any]:
@@ -70,122 +65,130 @@ def fail_first(calls: int, real: Callable[..., Any], only: Callable[..., bool] =
 
 def test_message_delivered_twice_is_counted_once(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
     pipeline.configure(urls_per_message=1)
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     first = pipeline.receive(1)
     assert pipeline.deliver(first) == set()
-    pipeline.send_raw(first[0]["Body"])  # SQS's at-least-once: the same body again, as another message
+    pipeline.send_raw(first[0].body)  # the queue's at-least-once: the same body again, as another message
     pipeline.drain()
     pipeline.finalize()
 
-    assert_each_page_and_record_once(pipeline, spec, run_id)
+    assert_each_page_and_record_once(pipeline, run_id)
     # The duplicate found its page counted and fetched nothing.
     assert [site.stats.count(listing(n)) for n in range(1, PAGES + 1)] == [1] * PAGES
 
 
 def test_redelivered_batch_writes_each_record_once(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
     pipeline.configure(urls_per_message=1)
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     batch = pipeline.receive(10)
     assert len(batch) == PAGES
     assert pipeline.deliver(batch) == set()
-    pipeline.send_raw(*(m["Body"] for m in batch))  # the whole batch again
+    pipeline.send_raw(*(m.body for m in batch))  # the whole batch again
     assert pipeline.drain() == 1
     pipeline.finalize()
 
-    assert_each_page_and_record_once(pipeline, spec, run_id)
+    assert_each_page_and_record_once(pipeline, run_id)
+    assert [site.stats.count(listing(n)) for n in range(1, PAGES + 1)] == [1] * PAGES
 
 
 def test_worker_dying_before_acknowledging_counts_nothing_twice(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
     pipeline.configure(urls_per_message=2)
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     batch = pipeline.receive(10)
     assert pipeline.invoke(batch) == set()  # the handler succeeded, the worker died before deleting
-    before = pipeline.run_state(CRAWL, run_id).counters
+    before = pipeline.tally(CRAWL, run_id)
     pipeline.make_visible(batch)  # its visibility timeout ran out
     again = pipeline.receive(10)
-    assert {m["MessageId"] for m in again} == {m["MessageId"] for m in batch}
-    assert {m["Attributes"]["ApproximateReceiveCount"] for m in again} == {"2"}
+    assert {m.id for m in again} == {m.id for m in batch}
+    assert {m.receives for m in again} == {2}
     assert pipeline.deliver(again) == set()
     pipeline.finalize()
 
-    assert pipeline.run_state(CRAWL, run_id).counters == before
-    assert_each_page_and_record_once(pipeline, spec, run_id)
+    assert pipeline.tally(CRAWL, run_id) == before
+    assert_each_page_and_record_once(pipeline, run_id)
 
 
-def test_worker_dying_between_writing_records_and_counting_them_counts_them_as_new_once(
+def test_worker_dying_after_writing_its_part_and_before_counting_counts_records_new_once(
     pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
-    ledger = pipeline.services.ledger
-    monkeypatch.setattr(ledger, "complete", fail_first(PAGES, ledger.complete))
+    frontier = pipeline.services.frontier
+    monkeypatch.setattr(frontier, "complete", fail_first(1, frontier.complete))
     batch = pipeline.receive(10)
-    assert pipeline.invoke(batch) == {m["MessageId"] for m in batch}
-    # Records and page objects were written, nothing was counted.
-    assert pipeline.run_state(CRAWL, run_id).counters["done"] == 0
-    assert len(pipeline.object_keys(run_id)) == PAGES
+    assert pipeline.invoke(batch) == {m.id for m in batch}
+    # The batch's part was written, nothing was counted.
+    assert pipeline.tally(CRAWL, run_id).done == 0
     pipeline.drain()
     pipeline.finalize()
 
-    # The second attempt found the records this very run wrote: still new, and counted once.
-    assert_each_page_and_record_once(pipeline, spec, run_id, new=BOOKS)
+    # The second attempt wrote its own part; the first one's is never read.
+    assert_each_page_and_record_once(pipeline, run_id, new=BOOKS)
 
 
 def test_worker_dying_before_counting_in_a_later_run_counts_records_unchanged(
     pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     pipeline.run(CRAWL)
     run_id = pipeline.start(CRAWL)
-    ledger = pipeline.services.ledger
-    monkeypatch.setattr(ledger, "complete", fail_first(PAGES, ledger.complete))
+    frontier = pipeline.services.frontier
+    monkeypatch.setattr(frontier, "complete", fail_first(1, frontier.complete))
     batch = pipeline.receive(10)
-    assert pipeline.invoke(batch) == {m["MessageId"] for m in batch}  # 304s carried, then died
+    assert pipeline.invoke(batch) == {m.id for m in batch}  # 304s, then died
     pipeline.make_visible(batch)
     pipeline.drain()
     pipeline.finalize()
 
-    assert_each_page_and_record_once(pipeline, spec, run_id, new=0)
-    assert pipeline.run_state(CRAWL, run_id).counters["records_unchanged"] == BOOKS
+    assert_each_page_and_record_once(pipeline, run_id, new=0)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.not_modified, t.records_unchanged) == (PAGES, BOOKS)
 
 
 def test_batch_regrouped_on_redelivery_counts_each_page_once(
     pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline.configure(urls_per_message=1)
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
-    ledger = pipeline.services.ledger
-    unlucky = {canonicalize_url(f"{site.base_url}{listing(n)}") for n in (2, 4)}
-    monkeypatch.setattr(ledger, "complete", fail_first(2, ledger.complete, lambda crawl, run, url, *_: url in unlucky))
+    frontier = pipeline.services.frontier
+    # The second invocation dies before counting: its three pages are fetched and written, not counted.
+    calls = [0]
+    real = frontier.complete
 
-    # First attempt: batches of 2 and 3; pages 2 and 4 die before counting; the workers die before deleting.
+    def second_dies(*args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise RuntimeError("worker died here")
+        return real(*args)
+
+    monkeypatch.setattr(frontier, "complete", second_dies)
     first = [pipeline.receive(2), pipeline.receive(3)]
-    failed = set().union(*(pipeline.invoke(b) for b in first))
-    assert len(failed) == 2
-    assert pipeline.run_state(CRAWL, run_id).counters["done"] == PAGES - 2
+    assert pipeline.invoke(first[0]) == set()
+    assert pipeline.invoke(first[1]) == {m.id for m in first[1]}
+    assert pipeline.tally(CRAWL, run_id).done == 2
     received = [m for b in first for m in b]
-    pipeline.make_visible(received)
+    pipeline.make_visible(received)  # neither worker deleted anything
 
     # Second attempt: the same messages regrouped as 3 and 2.
     second = [pipeline.receive(3), pipeline.receive(2)]
     assert [len(b) for b in second] == [3, 2]
-    assert {m["MessageId"] for m in first[0]} != {m["MessageId"] for m in second[0]}
+    assert {m.id for m in first[0]} != {m.id for m in second[0]}
     for b in second:
         assert pipeline.deliver(b) == set()
     assert pipeline.receive(10) == []
     pipeline.finalize()
 
-    assert_each_page_and_record_once(pipeline, spec, run_id)
+    assert_each_page_and_record_once(pipeline, run_id)
 
 
 def test_concurrent_duplicate_deliveries_count_once(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     batch = pipeline.receive(10)
     barrier = threading.Barrier(2, timeout=30)
@@ -199,7 +202,7 @@ def test_concurrent_duplicate_deliveries_count_once(pipeline: Any, site: Running
         except BaseException as exc:
             errors.append(exc)
         finally:
-            fetcher.close_container()
+            pipeline.close_container()
 
     workers = [threading.Thread(target=container) for _ in range(2)]
     for w in workers:
@@ -211,66 +214,78 @@ def test_concurrent_duplicate_deliveries_count_once(pipeline: Any, site: Running
     pipeline.ack(batch)
     pipeline.finalize()
 
-    assert_each_page_and_record_once(pipeline, spec, run_id)
+    assert_each_page_and_record_once(pipeline, run_id)
 
 
 def test_page_redelivered_after_dying_between_claiming_and_sending_its_links_sends_them(
     pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One seed; each listing page leads to the next: the run only finishes if every link is sent.
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=[listing(1)], max_depth=PAGES - 1))
+    pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=[listing(1)], max_depth=PAGES - 1))
     run_id = pipeline.start(CRAWL)
     queue = pipeline.services.queue
     monkeypatch.setattr(queue, "send", fail_first(1, queue.send))
     first = pipeline.receive(10)
-    assert pipeline.deliver(first) == {first[0]["MessageId"]}  # page 2 claimed, never sent
-    assert pipeline.run_state(CRAWL, run_id).counters["enqueued"] == 2
+    assert pipeline.deliver(first) == {first[0].id}  # page 2 claimed, never sent
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.links, t.done) == (1, 0)
     pipeline.drain()
     pipeline.finalize()
 
-    assert len(seed_urls(spec)) == 1
-    run = pipeline.run_state(CRAWL, run_id)
-    assert run.status == "finished"
-    assert (run.counters["enqueued"], run.counters["done"], run.counters["records_new"]) == (PAGES, PAGES, BOOKS)
+    t = pipeline.tally(CRAWL, run_id)
+    assert pipeline.run_state(CRAWL, run_id).status == "finished"
+    assert (t.seeds, t.links, t.done, t.records_new) == (1, PAGES - 1, PAGES, BOOKS)
     assert len(pipeline.records(CRAWL, run_id)) == BOOKS
     assert [site.stats.count(listing(n)) for n in range(1, PAGES + 1)] == [2, 1, 1, 1, 1]
 
 
-def test_message_failure_waits_for_its_other_urls(
+def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
     pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One URL crashing must not leave the message's other URLs half-done when the handler returns."""
+    """One URL crashing must not leave the batch's other URLs half-done, nor fail their messages."""
+    pipeline.configure(urls_per_message=1)
     slow = ["/_test/slow/a?seconds=0.3&bytes=200", "/_test/slow/b?seconds=0.3&bytes=200"]
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/status/404", *slow]))
     run_id = pipeline.start(CRAWL)
-    ledger = pipeline.services.ledger
-    broken = lambda crawl, run, url, counts, *_: isinstance(counts, PageCounts) and counts.outcome == "failed"  # noqa: E731
-    monkeypatch.setattr(ledger, "complete", fail_first(1, ledger.complete, broken))
+    real = visit_module._visit_url
+    crashed = [False]
+
+    async def crashes_once(spec: CrawlSpec, fetcher: Any, task: Any, *, last_try: bool) -> Any:
+        if task.url.endswith("/404") and not crashed[0]:
+            crashed[0] = True
+            raise RuntimeError("extraction crashed")
+        return await real(spec, fetcher, task, last_try=last_try)
+
+    monkeypatch.setattr(visit_module, "_visit_url", crashes_once)
     batch = pipeline.receive(10)
-    assert pipeline.invoke(batch) == {batch[0]["MessageId"]}
-    # The slow pages finished (and were counted) before the message was reported failed.
-    counters = pipeline.run_state(CRAWL, run_id).counters
-    assert (counters["done"], counters["fetched"]) == (2, 2)
-    pipeline.drain()  # the crashed URL comes back (visibility 0) and is counted
+    failed = pipeline.deliver(batch)
+    assert [m.body for m in batch if m.id in failed] == [m.body for m in batch if "/404" in m.body]
+    # The slow pages finished and were counted before the invocation returned.
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.fetched) == (2, 2)
+    pipeline.drain()  # the crashed URL comes back and is counted
     pipeline.finalize()
-    counters = pipeline.run_state(CRAWL, run_id).counters
-    assert (counters["done"], counters["fetched"], counters["failed"]) == (3, 2, 1)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.fetched, t.failed) == (3, 2, 1)
 
 
-def test_page_whose_stored_records_expired_is_fetched_whole_not_emptied(
+def test_page_whose_carried_records_are_gone_is_fetched_whole_not_emptied(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
-    spec = pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.spec(books_spec(CRAWL, site.base_url))
     first = pipeline.run(CRAWL)
-    gone = canonicalize_url(f"{site.base_url}{listing(3)}")
-    s3 = pipeline.services.objects
-    s3._s3.delete_object(Bucket=s3.bucket, Key=s3.page_key(CRAWL, first, gone))  # the lifecycle rule's work
+    # The catalog run's page index is what says a page's records can be carried; without it, none can.
+    objects = pipeline.services.objects
+    index = objects.get(index_key(CRAWL, first))
+    assert index is not None
+    objects.put(index_key(CRAWL, first), index[:8], "application/octet-stream")  # the header, no pages
     site.reset()
 
     second = pipeline.run(CRAWL)
 
-    run = pipeline.run_state(CRAWL, second)
-    assert (run.counters["fetched"], run.counters["not_modified"]) == (1, PAGES - 1)
-    assert_each_page_and_record_once(pipeline, spec, second, new=0)
-    whole = [r for r in site.stats.records(listing(3)) if r.if_none_match is None]
-    assert len(whole) == 1, "the page was fetched once more without validators"
+    t = pipeline.tally(CRAWL, second)
+    assert (t.fetched, t.not_modified) == (PAGES, 0)
+    assert_each_page_and_record_once(pipeline, second, new=0)  # unchanged: the digests still came along
+    assert t.records_unchanged == BOOKS
+    whole = [r for n in range(1, PAGES + 1) for r in site.stats.records(listing(n)) if r.if_none_match is None]
+    assert len(whole) == PAGES, "every page was fetched once more without validators"

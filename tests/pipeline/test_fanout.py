@@ -1,53 +1,22 @@
-"""The scheduler's fan-out: requests per URL that stay constant as a run grows, and continuation in chunks."""
+"""The scheduler's fan-out: no per-URL writes at all, a constant few requests per 1,000 URLs, continuation in chunks."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from typing import Any
 
 import pytest
-from moto.dynamodb import models as dynamodb_models
-from moto.dynamodb.models.table import Table
 
-from sluice.aws.clients import client
-from sluice.aws.ledger import RunInFlight
+from sluice.adapters.aws.clients import client
+from sluice.domain.runs import RunInFlight
 from sluice.handlers import scheduler
 from sluice.messages import StartEvent
 from sluice.pipeline import start
 from sluice.pipeline.start import start_run
+from sluice.spec import SpecError, parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.context import LocalContext
-
-
-@pytest.fixture
-def fast_transactions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Skip moto's per-item table backups in transactions, failing the test if one was ever needed.
-
-    moto deep-copies the whole table once per item of every TransactWriteItems (100 copies of the
-    growing ledger per claim transaction): 1,000 seeds take half a minute and 4,000 take hours.
-    The backup only serves a rollback; the fan-outs here claim fresh URLs, so no transaction fails,
-    and if one does the test fails instead of silently keeping a partial write.
-    """
-    real = dynamodb_models.DynamoDBBackend.transact_write_items
-
-    class NoTableBackup:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(copy, name)
-
-        @staticmethod
-        def deepcopy(value: Any, memo: Any = None) -> Any:
-            return value if isinstance(value, Table) else copy.deepcopy(value, memo)
-
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        try:
-            real(self, transact_items)
-        except Exception as exc:
-            raise AssertionError(f"a transaction failed and moto's rollback was skipped: {exc!r}") from exc
-
-    monkeypatch.setattr(dynamodb_models, "copy", NoTableBackup())
-    monkeypatch.setattr(dynamodb_models.DynamoDBBackend, "transact_write_items", transact_write_items)
 
 
 def seeds_spec(name: str, count: int) -> dict[str, Any]:
@@ -61,22 +30,15 @@ def seeds_spec(name: str, count: int) -> dict[str, Any]:
 
 
 class Calls:
-    """AWS API calls by (service, operation); a DynamoDB transaction that takes a crawl's lock counts apart."""
+    """AWS API calls by (service, operation), seen through botocore's own event hooks."""
 
-    def __init__(self, pipeline: Any) -> None:
+    def __init__(self) -> None:
         self.seen: Counter[str] = Counter()
-        self.largest_transaction = 0
         for service in ("sqs", "dynamodb", "s3"):
             client(service).meta.events.register(f"before-parameter-build.{service}", self._hook)
 
-    def _hook(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        name = f"{model.service_model.service_name}.{model.name}"
-        if model.name == "TransactWriteItems":
-            items = params["TransactItems"]
-            self.largest_transaction = max(self.largest_transaction, len(items))
-            opens = any(i.get("Put", {}).get("Item", {}).get("pk") == {"S": "active"} for i in items)
-            name += ":open-run" if opens else ":claim"
-        self.seen[name] += 1
+    def _hook(self, model: Any, **_: Any) -> None:
+        self.seen[f"{model.service_model.service_name}.{model.name}"] += 1
 
     def take(self) -> Counter[str]:
         seen, self.seen = self.seen, Counter()
@@ -91,13 +53,13 @@ def queued_urls(pipeline: Any, limit: int) -> Counter[str]:
         if not batch:
             break
         for message in batch:
-            urls.update(task["url"] for task in json.loads(message["Body"])["tasks"])
+            urls.update(task["url"] for task in json.loads(message.body)["tasks"])
     return urls
 
 
-@pytest.mark.usefixtures("fast_transactions")
-def test_fanout_costs_ten_sqs_requests_and_eleven_transactions_per_1000_urls_at_any_size(pipeline: Any) -> None:
-    calls = Calls(pipeline)
+def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any_size(aws_pipeline: Any) -> None:
+    pipeline = aws_pipeline
+    calls = Calls()
     per_size: dict[int, Counter[str]] = {}
     for size in (1_000, 4_000):
         name = f"fanout-{size}"
@@ -107,26 +69,20 @@ def test_fanout_costs_ten_sqs_requests_and_eleven_transactions_per_1000_urls_at_
         per_size[size] = calls.take()
         assert (answer["complete"], answer["enqueued"], answer["total"]) == (True, size, size)
         run = pipeline.run_state(name, answer["run_id"])
-        assert (run.counters["enqueued"], run.pending) == (size, size)
+        assert (run.seeds, run.seeding) == (size, False)
 
     small, large = per_size[1_000], per_size[4_000]
     for size, seen in per_size.items():
-        thousands = size // 1_000
-        assert seen["sqs.SendMessageBatch"] == 10 * thousands
-        assert seen["dynamodb.TransactWriteItems:claim"] == 11 * thousands  # 99 claims + the counter per transaction
-        assert seen["dynamodb.TransactWriteItems:open-run"] == 1
-    assert calls.largest_transaction <= 100
-    # Requests that scale with URLs are linear; the rest is a small constant per run.
-    fixed = {k: v for k, v in small.items() if k not in ("sqs.SendMessageBatch", "dynamodb.TransactWriteItems:claim")}
-    assert fixed == {k: v for k, v in large.items() if k in fixed}
-    assert set(large) == set(small)
-    per_url_small = small.total() - sum(fixed.values())
-    per_url_large = large.total() - sum(fixed.values())
-    assert abs(per_url_large - 4 * per_url_small) <= 1
+        assert seen["sqs.SendMessageBatch"] == 10 * size // 1_000
+        assert seen["s3.PutObject"] == 1  # the seed set, before any seed is sent
+        assert seen["dynamodb.TransactWriteItems"] == 1  # the lock and the run, once
+    # Nothing but the queue grows with the seeds: DynamoDB and S3 calls are a constant per run.
+    fixed = {k: v for k, v in small.items() if k != "sqs.SendMessageBatch"}
+    assert fixed == {k: v for k, v in large.items() if k != "sqs.SendMessageBatch"}
+    assert sum(v for k, v in large.items() if k.startswith("dynamodb.")) <= 12
     assert pipeline.services.queue.stats.messages == pipeline.in_queue() == 500
 
 
-@pytest.mark.usefixtures("fast_transactions")
 def test_fanout_continues_from_its_offset_when_time_runs_low(pipeline: Any) -> None:
     size = 1_500
     pipeline.spec(seeds_spec("big", size))
@@ -134,24 +90,25 @@ def test_fanout_continues_from_its_offset_when_time_runs_low(pipeline: Any) -> N
     first = start_run(StartEvent(crawl="big"), pipeline.services, time_left=lambda: 0.0)
     assert (first.complete, first.offset, first.enqueued, first.total) == (False, start.CHUNK, start.CHUNK, size)
     assert pipeline.start_requests == [{"crawl": "big", "run_id": first.run_id, "offset": start.CHUNK}]
+    assert pipeline.run_state("big", first.run_id).seeding is True
 
     # The continuation arrives as the scheduler's own event (Lambda's async invoke).
-    answer = scheduler.handler(
-        pipeline.start_requests.pop(),
-        LocalContext(function_name="scheduler", timeout_s=900),  # type: ignore[arg-type]
-    )
-    assert (answer["complete"], answer["offset"], answer["enqueued"]) == (True, size, size - start.CHUNK)
+    continuation = StartEvent.model_validate(pipeline.start_requests.pop())
+    answer = start_run(continuation, pipeline.services, time_left=lambda: 900.0)
+    assert (answer.complete, answer.offset, answer.enqueued) == (True, size, size - start.CHUNK)
     assert pipeline.start_requests == []
 
     run = pipeline.run_state("big", first.run_id)
-    assert run.counters["enqueued"] == size
+    assert (run.seeds, run.seeding, run.fanned_out) == (size, False, size)
     urls = queued_urls(pipeline, size)
     assert len(urls) == size
     assert set(urls.values()) == {1}
 
 
-def test_retried_continuation_counts_no_seed_twice(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(start, "CHUNK", 10)  # small: a retry's claims fail, and moto's rollback is slow
+def test_retried_continuation_sends_seeds_again_and_the_run_still_counts_each_once(
+    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(start, "CHUNK", 10)
     size = 25
     pipeline.spec(seeds_spec("retried", size))
     first = start_run(StartEvent(crawl="retried"), pipeline.services, time_left=lambda: 0.0)
@@ -159,7 +116,7 @@ def test_retried_continuation_counts_no_seed_twice(pipeline: Any, monkeypatch: p
     for _ in range(2):  # Lambda retries an async invoke that seemed to fail
         again = start_run(continuation, pipeline.services, time_left=lambda: 900.0)
         assert again.complete is True
-    assert pipeline.run_state("retried", first.run_id).counters["enqueued"] == size
+    assert pipeline.run_state("retried", first.run_id).seeds == size
     assert set(queued_urls(pipeline, 2 * size)) == {f"http://127.0.0.1:9/item/{n}.html" for n in range(1, size + 1)}
 
 
@@ -169,20 +126,20 @@ def test_run_is_not_finalized_while_its_fan_out_still_continues(
     """Fetchers that catch up with a fan-out (its continuation throttled or retried) must not end the run early."""
     monkeypatch.setattr(start, "CHUNK", 2)
     pipeline.spec(books_spec("books", site.base_url))
-    short = LocalContext(function_name="scheduler", timeout_s=1)  # under the safety margin: one chunk per call
-    answer = scheduler.handler({"crawl": "books"}, short)  # type: ignore[arg-type]
-    run_id = answer["run_id"]
-    assert (answer["complete"], answer["enqueued"]) == (False, 2)
+    answer = start_run(StartEvent(crawl="books"), pipeline.services, time_left=lambda: 0.0)
+    run_id = answer.run_id
+    assert (answer.complete, answer.enqueued) == (False, 2)
 
     pipeline.drain()  # the first two pages are done before the continuation runs
-    assert pipeline.run_state("books", run_id).pending == 0
+    assert pipeline.tally("books", run_id).done == 2
     pipeline.finalize()
     assert pipeline.run_state("books", run_id).status == "running"
 
     for _ in range(5):
         if not pipeline.start_requests:
             break
-        scheduler.handler(pipeline.start_requests.pop(0), short)  # type: ignore[arg-type]
+        event = StartEvent.model_validate(pipeline.start_requests.pop(0))
+        start_run(event, pipeline.services, time_left=lambda: 0.0)
         pipeline.drain()
     assert [f["run_id"] for f in pipeline.finalize()] == [run_id]
     summary = pipeline.summary("books", run_id)
@@ -195,6 +152,7 @@ def test_retried_start_that_died_mid_fan_out_resumes_its_own_run(
 ) -> None:
     """Lambda retries a failed start with the same event: it must resume the run it opened, not be refused by it."""
     monkeypatch.setattr(start, "CHUNK", 10)
+    monkeypatch.setattr(start, "RECORD_EVERY_S", 0.0)
     size = 25
     pipeline.spec(seeds_spec("resumed", size))
     queue = pipeline.services.queue
@@ -204,7 +162,7 @@ def test_retried_start_that_died_mid_fan_out_resumes_its_own_run(
     def dies_on_second_send(*args: Any, **kwargs: Any) -> int:
         sends[0] += 1
         if sends[0] == 2:
-            raise ConnectionError("the scheduler died after claiming its second chunk")
+            raise ConnectionError("the scheduler died sending its second chunk")
         return int(real_send(*args, **kwargs))
 
     monkeypatch.setattr(queue, "send", dies_on_second_send)
@@ -213,21 +171,29 @@ def test_retried_start_that_died_mid_fan_out_resumes_its_own_run(
         start_run(event, pipeline.services, time_left=lambda: 900.0)
     lock = pipeline.services.ledger.active_run("resumed")
     assert lock is not None
+    assert pipeline.run_state("resumed", lock.run_id).fanned_out == 10
 
     again = start_run(event, pipeline.services, time_left=lambda: 900.0)
 
-    assert (again.run_id, again.complete) == (lock["run_id"], True)
-    assert pipeline.run_state("resumed", again.run_id).counters["enqueued"] == size
+    assert (again.run_id, again.complete, again.enqueued) == (lock.run_id, True, size - 10)  # from where it got to
+    assert pipeline.run_state("resumed", again.run_id).seeds == size
     assert set(queued_urls(pipeline, 2 * size)) == {f"http://127.0.0.1:9/item/{n}.html" for n in range(1, size + 1)}
     with pytest.raises(RunInFlight, match=again.run_id):
         start_run(StartEvent(crawl="resumed", trigger="event-2"), pipeline.services, time_left=lambda: 900.0)
 
 
-def test_max_pages_caps_what_a_run_enqueues(pipeline: Any) -> None:
+def test_seeds_beyond_max_pages_are_refused_by_the_spec() -> None:
     data = seeds_spec("capped", 25)
     data["follow"]["max_pages"] = 7
-    pipeline.spec(data)
-    result = start_run(StartEvent(crawl="capped"), pipeline.services, time_left=lambda: 900.0)
-    assert (result.complete, result.enqueued) == (True, 7)
-    assert pipeline.run_state("capped", result.run_id).counters["enqueued"] == 7
-    assert sum(queued_urls(pipeline, 30).values()) == 7
+    with pytest.raises(SpecError, match=r"25 seed URLs is more than follow\.max_pages"):
+        parse_spec(data)
+
+
+def test_max_pages_caps_the_links_a_run_claims(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline.spec(
+        books_spec("capped", site.base_url, pages=0, urls=["/catalogue/page-1.html"], max_depth=10, max_pages=3)
+    )
+    run_id = pipeline.run("capped")
+    t = pipeline.tally("capped", run_id)
+    assert (t.seeds, t.links, t.done, t.pending) == (1, 2, 3, 0)
+    assert pipeline.summary("capped", run_id)["records"]["total"] == 60

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from sluice.pipeline.batch import visibility_backoff
-from sluice.pipeline.visit import IN_PROCESS_WAIT_CAP_S
+from sluice.pipeline.visit import IN_PROCESS_WAIT_CAP_S, visibility_backoff
 from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "edge"
@@ -29,8 +28,8 @@ def test_503_then_success_is_retried_in_process_and_counted_once(
 
     assert pipeline.deliver(batch) == set()
     assert site.stats.count("/_test/flaky/a") == 3
-    c = pipeline.run_state(CRAWL, run_id).counters
-    assert (c["done"], c["fetched"], c["failed"]) == (1, 1, 0)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.fetched, t.failed) == (1, 1, 0)
     assert pipeline.visibility_changes == []
     assert pipeline.in_queue() == 0
 
@@ -40,18 +39,18 @@ def test_503_beyond_the_in_process_retries_comes_back_through_the_queue_and_succ
 ) -> None:
     run_id = only_page(pipeline, site, books_spec, "/_test/flaky/b?fail=3&status=503", retry_times=1)
     first = pipeline.receive(10)
-    assert pipeline.deliver(first) == {first[0]["MessageId"]}
-    assert pipeline.run_state(CRAWL, run_id).counters["done"] == 0
-    assert [c["ReceiptHandle"] for c in pipeline.visibility_changes] == [first[0]["ReceiptHandle"]]
+    assert pipeline.deliver(first) == {first[0].id}
+    assert pipeline.tally(CRAWL, run_id).done == 0
+    assert [receipt for receipt, _ in pipeline.visibility_changes] == [first[0].receipt]
 
     second = pipeline.receive(10)
-    assert [m["MessageId"] for m in second] == [first[0]["MessageId"]]
-    assert second[0]["Attributes"]["ApproximateReceiveCount"] == "2"
+    assert [m.id for m in second] == [first[0].id]
+    assert second[0].receives == 2
     assert pipeline.deliver(second) == set()
 
     assert site.stats.count("/_test/flaky/b") == 4  # 2 attempts per delivery
-    c = pipeline.run_state(CRAWL, run_id).counters
-    assert (c["done"], c["fetched"], c["failed"]) == (1, 1, 0)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.fetched, t.failed) == (1, 1, 0)
     assert pipeline.in_queue() == 0
     assert [f["run_id"] for f in pipeline.finalize()] == [run_id]
 
@@ -65,24 +64,23 @@ def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at
         pipeline, site, books_spec, f"/_test/retry-after/c?seconds={seconds:g}&form={form}", retry_times=3
     )
     first = pipeline.receive(10)
-    assert pipeline.deliver(first) == {first[0]["MessageId"]}
+    assert pipeline.deliver(first) == {first[0].id}
 
     assert site.stats.count("/_test/retry-after/c") == 1  # not slept through in process
-    [change] = pipeline.visibility_changes
-    assert change["ReceiptHandle"] == first[0]["ReceiptHandle"]
+    [(receipt, seconds)] = pipeline.visibility_changes
+    assert receipt == first[0].receipt
     [returned] = logs.named("message returned to the queue")
     asked = float(re.search(r"Retry-After ([0-9.]+)s", returned["reason"]).group(1))  # type: ignore[union-attr]
     assert asked > IN_PROCESS_WAIT_CAP_S
-    assert change["VisibilityTimeout"] >= asked
-    assert returned["delay_s"] == change["VisibilityTimeout"]
+    assert seconds >= asked
     assert pipeline.receive(10) == []  # invisible now
     assert pipeline.in_queue() == 1
-    assert pipeline.run_state(CRAWL, run_id).counters["done"] == 0
+    assert pipeline.tally(CRAWL, run_id).done == 0
 
     pipeline.make_visible(first)  # ... as it will be once the Retry-After has passed
     assert pipeline.deliver(pipeline.receive(10)) == set()
-    c = pipeline.run_state(CRAWL, run_id).counters
-    assert (c["done"], c["fetched"], c["failed"]) == (1, 1, 0)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.fetched, t.failed) == (1, 1, 0)
     assert site.stats.count("/_test/retry-after/c") == 2
 
 
@@ -94,9 +92,9 @@ def test_404_is_counted_failed_once_and_not_retried(
 
     assert pipeline.deliver(batch) == set()  # acknowledged: a permanent failure is an outcome, not an error
     assert site.stats.count("/_test/status/404") == 1
-    run = pipeline.run_state(CRAWL, run_id)
-    assert (run.counters["done"], run.counters["failed"], run.counters["fetched"]) == (1, 1, 0)
-    assert run.failures == {"http 404": 1}
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.failed, t.fetched, t.gone) == (1, 1, 0, 1)
+    assert t.failures.top() == {"http 404": 1}
     assert pipeline.visibility_changes == []
     assert pipeline.in_queue() == 0
     assert [e["url"] for e in logs.named("page failed")] == [f"{site.base_url}/_test/status/404"]

@@ -18,10 +18,17 @@ PAGES = 5
 BOOKS = 100
 
 
-def sluice_run(spec: Path, state: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    code = main(["run", str(spec), "--allow-loopback", "--state", str(state), "--json", "--workers", "2"])
+def sluice_run(spec: Path, state: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any]]:
+    code = main(["run", str(spec), "--allow-loopback", "--state", str(state), "--json", "--workers", "2", *extra])
     captured = capsys.readouterr()
     return code, json.loads(captured.out)
+
+
+def output_lines(out: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every record of a run's output folder (``outputs.records`` names the folder)."""
+    folder = Path(out["outputs"]["records"])
+    assert folder.is_dir()
+    return [json.loads(line) for file in sorted(folder.glob("*.jsonl")) for line in file.read_text().splitlines()]
 
 
 def assert_shape(out: dict[str, Any]) -> None:
@@ -32,10 +39,11 @@ def assert_shape(out: dict[str, Any]) -> None:
     assert out["crawl"] == CRAWL
     assert out["status"] == "finished"
     assert out["dead_letters"] == 0
-    for name in ("records", "summary", "logs"):
+    for name in ("summary", "manifest", "logs"):
         assert Path(out["outputs"][name]).is_file()
-    lines = Path(out["outputs"]["records"]).read_text(encoding="utf-8").splitlines()
+    lines = output_lines(out)
     assert len(lines) == out["records"]["total"]
+    assert len({line["_key"] for line in lines}) == len(lines)
     assert json.loads(Path(out["outputs"]["summary"]).read_text(encoding="utf-8"))["run_id"] == out["run_id"]
 
 
@@ -78,3 +86,23 @@ def test_sluice_run_json_keeps_state_between_runs_and_fails_on_an_unhealthy_verd
     assert third["verdict"]["healthy"] is False
     assert "record_count_drop" in {a["check"] for a in third["verdict"]["alerts"]}
     assert third["records"]["total"] == 0
+
+
+def test_sluice_run_emulating_aws_gives_the_same_run(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--emulate-aws`` runs the real handlers on moto: same outputs, same verdict, its own state folder."""
+    spec = tmp_path / "crawls" / f"{CRAWL}.yaml"
+    spec.parent.mkdir()
+    spec.write_text(yaml.safe_dump(books_spec(CRAWL, site.base_url)), encoding="utf-8")
+    state = tmp_path / "state"
+
+    code, local = sluice_run(spec, state, capsys)
+    code_aws, aws = sluice_run(spec, state, capsys, "--emulate-aws")
+
+    assert (code, code_aws) == (0, 0)
+    assert_shape(aws)
+    assert aws["pages"] == local["pages"] == {"fetched": PAGES, "not_modified": 0, "failed": 0, "skipped": 0}
+    assert aws["records"] == local["records"]
+    assert sorted(r["_key"] for r in output_lines(aws)) == sorted(r["_key"] for r in output_lines(local))
+    assert Path(aws["outputs"]["summary"]).is_relative_to(state / "moto")

@@ -7,25 +7,32 @@ from typing import Any
 
 import pytest
 
-from sluice.aws.clients import client
-from sluice.aws.items import to_item
-from sluice.aws.ledger import RunInFlight
-from sluice.handlers import scheduler
+from sluice.domain.runs import RunInFlight
+from sluice.messages import StartEvent
+from sluice.pipeline.start import start_run
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
-from sluice_tools.emulate.context import LocalContext
-from sluice_tools.emulate.runner import LocalRunner, StateInUse, _exclusive
+from sluice_tools.runner.local import LocalFleet
+from sluice_tools.runner.session import StateInUse, exclusive
 
 CRAWL = "books"
 
 
 def run_ids(pipeline: Any, crawl: str) -> list[str]:
-    items = client("dynamodb").query(
-        TableName=pipeline.settings.ledger_table,
-        KeyConditionExpression="pk = :p",
-        ExpressionAttributeValues=to_item({":p": f"crawl#{crawl}"}),
-    )["Items"]
-    return [i["run_id"]["S"] for i in items]
+    """Every run of ``crawl`` the ledger holds, in flight or not."""
+    ledger = pipeline.services.ledger
+    found = []
+    lock = ledger.active_run(crawl)
+    if lock is not None:
+        found.append(lock.run_id)
+    before = None
+    for _ in range(100):
+        run = ledger.latest_finished(crawl, before)
+        if run is None:
+            break
+        found.append(run.run_id)
+        before = run.run_id
+    return sorted(found)
 
 
 def test_second_run_while_one_is_in_flight_is_refused_naming_it(
@@ -36,19 +43,19 @@ def test_second_run_while_one_is_in_flight_is_refused_naming_it(
     queued = pipeline.in_queue()
 
     with pytest.raises(RunInFlight) as refused:
-        scheduler.handler({"crawl": CRAWL}, LocalContext(function_name="scheduler", timeout_s=900))  # type: ignore[arg-type]
+        start_run(StartEvent(crawl=CRAWL), pipeline.services, time_left=lambda: 900.0)
     assert first in str(refused.value)
     assert repr(CRAWL) in str(refused.value)
     # Refused means untouched: no second run, nothing enqueued, the lock still names the first run.
     assert run_ids(pipeline, CRAWL) == [first]
     assert pipeline.in_queue() == queued
-    assert pipeline.run_state(CRAWL, first).counters["enqueued"] == 5
-    assert pipeline.services.ledger.active_run(CRAWL)["run_id"] == first
+    assert pipeline.run_state(CRAWL, first).seeds == 5
+    assert pipeline.services.ledger.active_run(CRAWL).run_id == first
 
     # Another crawl is not held up by this one's lock.
     pipeline.spec(books_spec("other", site.base_url, pages=1))
     other = pipeline.start("other")
-    assert pipeline.services.ledger.active_run("other")["run_id"] == other
+    assert pipeline.services.ledger.active_run("other").run_id == other
 
     pipeline.drain()
     assert {f["run_id"] for f in pipeline.finalize()} == {first, other}
@@ -57,7 +64,7 @@ def test_second_run_while_one_is_in_flight_is_refused_naming_it(
     second = pipeline.start(CRAWL)
     assert second > first
     assert sorted(run_ids(pipeline, CRAWL)) == [first, second]
-    assert pipeline.services.ledger.active_run(CRAWL)["run_id"] == second
+    assert pipeline.services.ledger.active_run(CRAWL).run_id == second
 
 
 def test_a_second_local_run_on_the_same_state_folder_is_refused(tmp_path: Path) -> None:
@@ -66,5 +73,5 @@ def test_a_second_local_run_on_the_same_state_folder_is_refused(tmp_path: Path) 
     )
     state = tmp_path / "state"
     state.mkdir()
-    with _exclusive(state), pytest.raises(StateInUse, match="another sluice run is using"):
-        LocalRunner(tmp_path, state).run(spec)
+    with exclusive(state), pytest.raises(StateInUse, match="another sluice run is using"):
+        LocalFleet(tmp_path, state).run(spec)

@@ -9,6 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes import SQSEvent
 
+from sluice.domain.layout import summary_key
 from sluice.handlers import fetcher, finalizer, scheduler
 from sluice.messages import CrawlMessage, FinalizeEvent, StartEvent, parse_body
 from sluice_tools.demosite import RunningDemoSite
@@ -46,7 +47,8 @@ def test_sample_events_are_what_the_functions_parse() -> None:
     assert (EVENTS / "README.md").exists()
 
 
-def test_scheduler_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_scheduler_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))
     answer = scheduler.handler(sample("scheduler.json"), ctx("scheduler"))
 
@@ -55,7 +57,8 @@ def test_scheduler_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite
     assert pipeline.in_queue() == 1
 
 
-def test_fetcher_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_fetcher_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     event = sample("fetcher.json")
@@ -67,12 +70,13 @@ def test_fetcher_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite, 
     record["body"] = json.dumps(body)
 
     assert fetcher.handler(event, ctx("fetcher")) == {"batchItemFailures": []}
-    c = pipeline.run_state(CRAWL, run_id).counters
-    assert (c["done"], c["fetched"], c["records_new"]) == (1, 1, 20)
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.fetched, t.records_new) == (1, 1, 20)
     assert site.stats.count("/catalogue/page-1.html") == 1
 
 
-def test_finalizer_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_finalizer_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     pipeline.drain()
@@ -86,7 +90,7 @@ def test_finalizer_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite
             {
                 "crawl": CRAWL,
                 "run_id": run_id,
-                "summary_key": pipeline.services.objects.summary_key(CRAWL, run_id),
+                "summary_key": summary_key(CRAWL, run_id),
                 "healthy": True,
             }
         ]
@@ -96,8 +100,9 @@ def test_finalizer_accepts_its_sample_event(pipeline: Any, site: RunningDemoSite
 
 
 def test_sweep_event_finalizes_a_run_whose_finalize_request_was_lost(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
+    pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))
     pipeline.spec(books_spec("in-flight", site.base_url, pages=1))
     done = pipeline.start(CRAWL)

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from sluice.aws import ledger as ledger_module
-from sluice.aws.ledger import new_run_id
+from sluice.adapters.aws import ledger as aws_ledger
+from sluice.adapters.local import ledger as local_ledger
+from sluice.domain.layout import summary_key
+from sluice.domain.runs import new_run_id
 from sluice.messages import StartEvent
 from sluice.metrics import NAMESPACE, UNITS, RunMetric
 from sluice_tools.demosite import RunningDemoSite
@@ -49,7 +51,7 @@ def test_first_run_is_healthy_with_no_previous_run(
     assert finalized == {
         "crawl": CRAWL,
         "run_id": run_id,
-        "summary_key": pipeline.services.objects.summary_key(CRAWL, run_id),
+        "summary_key": summary_key(CRAWL, run_id),
         "healthy": True,
     }
     summary = pipeline.summary(CRAWL, run_id)
@@ -130,17 +132,20 @@ def test_error_rate_over_the_ceiling_is_unhealthy(
 
     summary = pipeline.summary(CRAWL, run_id)
     assert summary["status"] == "finished"
-    assert summary["pages"] | {"enqueued": 7} == {
+    assert summary["pages"] == {
         "enqueued": 7,
+        "seeds": 7,
+        "links": 0,
         "fetched": 5,
         "not_modified": 0,
         "failed": 2,
+        "gone": 1,
         "skipped": 0,
         "pending": 0,
     }
     assert summary["failures"] == {"http 404": 1, "http 500": 1}
     # The 500 is retried in process and through the queue, and counted failed on its last receive.
-    max_receives = pipeline.settings.max_receive_count
+    max_receives = pipeline.max_receive_count
     assert site.stats.count("/_test/status/500") == max_receives * (retry_times + 1)
     assert site.stats.count("/_test/status/404") == 1
     assert pipeline.dead_letters() == []
@@ -180,14 +185,14 @@ def test_quick_reruns_within_one_second_each_compare_with_the_run_before(
     pipeline: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_FrozenSecond, "calls", iter(range(1, 900)), raising=False)
-    monkeypatch.setattr(ledger_module, "datetime", _FrozenSecond)
+    monkeypatch.setattr(aws_ledger if pipeline.kind == "aws" else local_ledger, "datetime", _FrozenSecond)
     ledger = pipeline.services.ledger
     previous: str | None = None
     for _ in range(12):
-        run = ledger.open_run(CRAWL, "digest", timedelta(hours=1))
-        found = ledger.previous_finished(CRAWL, run.run_id)
+        run = ledger.open_run(CRAWL, "digest", timedelta(hours=1), trigger=None, catalog_run=None)
+        found = ledger.latest_finished(CRAWL, run.run_id)
         assert (found.run_id if found else None) == previous
-        ledger.finish(CRAWL, run.run_id, healthy=True, summary_key="k")
+        ledger.finish(CRAWL, run.run_id, healthy=True, records=1, summary_key="k")
         previous = run.run_id
 
 

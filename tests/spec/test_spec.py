@@ -62,11 +62,22 @@ def test_defaults_are_polite() -> None:
 
 def test_template_seeds_expand_lazily_and_count_without_expanding() -> None:
     spec = parse_spec(
-        minimal(seeds={"template": "https://books.example/page-{n}.html", "range": {"start": 1, "stop": 9_000_000}})
+        minimal(
+            seeds={"template": "https://books.example/page-{n}.html", "range": {"start": 1, "stop": 9_000_000}},
+            follow={"max_pages": 9_000_000},
+        )
     )
     assert spec.seeds.count() == 9_000_000
     urls = spec.seeds.iter_urls()
     assert [next(urls), next(urls)] == ["https://books.example/page-1.html", "https://books.example/page-2.html"]
+
+
+def test_more_seeds_than_max_pages_is_refused_naming_both() -> None:
+    with pytest.raises(SpecError) as refused:
+        parse_spec(minimal(seeds={"template": "https://b.example/{n}", "range": {"start": 1, "stop": 20_000}}))
+    assert refused.value.errors == [
+        "(top level): seeds: 20000 seed URLs is more than follow.max_pages (10000); raise max_pages or seed fewer pages"
+    ]
 
 
 def test_digest_changes_with_content() -> None:

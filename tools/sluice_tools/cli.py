@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sluice.aws.ledger import RunInFlight
+from sluice.domain.runs import RunInFlight
 from sluice.spec import SpecError, load_spec
 
 DEMO_SPEC = Path("crawls/demo-books.yaml")
@@ -48,26 +48,42 @@ def _crawl(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from sluice_tools.emulate.demo import run_demo
+    from sluice_tools.runner.demo import run_demo
 
     return run_demo(Path(args.spec), Path(args.state), port=args.port)
 
 
 def _run(args: argparse.Namespace) -> int:
     from sluice.messages import MalformedMessage
-    from sluice_tools.emulate.report import as_json, as_text, progress_bar
-    from sluice_tools.emulate.runner import LocalRunner, StateInUse
+    from sluice_tools.runner.session import StateInUse
+    from sluice_tools.runner.summary import as_json, as_text, progress_bar
 
     try:
         spec = load_spec(args.spec, named_after_file=True)
     except SpecError as exc:
         print(exc, file=sys.stderr)
         return 2
-    path = Path(args.spec)
-    runner = LocalRunner(path.parent, Path(args.state), workers=args.workers, allow_loopback=args.allow_loopback)
+    path, state = Path(args.spec), Path(args.state)
+
+    def say(line: str) -> None:  # on stderr: with --json, stdout is one JSON object
+        print(line, file=sys.stderr)
+
     try:
         with progress_bar(spec.name, enabled=not args.json) as show:
-            run = runner.run(spec, progress=show)
+            if args.emulate_aws:
+                from sluice_tools.emulate.runner import EmulatedRunner
+
+                emulated = EmulatedRunner(
+                    path.parent, state / "moto", workers=args.workers, allow_loopback=args.allow_loopback
+                )
+                run = emulated.run(spec, progress=show)
+            else:
+                from sluice_tools.runner.local import LocalFleet
+
+                fleet = LocalFleet(
+                    path.parent, state, workers=args.workers, allow_loopback=args.allow_loopback, say=say
+                )
+                run = fleet.run(spec, progress=show, restart=args.restart)
     except (RunInFlight, MalformedMessage, StateInUse) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
@@ -79,7 +95,7 @@ def _start(args: argparse.Namespace) -> int:
     """Start a run of a deployed crawl by invoking the stack's scheduler (uses your AWS credentials)."""
     from infra.config import DEFAULT
 
-    from sluice.aws.clients import client
+    from sluice.adapters.aws.clients import client
 
     function = f"{DEFAULT.prefix}-{args.stage}-scheduler"
     answer = client("lambda").invoke(
@@ -112,10 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     crawl.set_defaults(run=_crawl)
 
-    run = commands.add_parser("run", help="run a crawl through the real handlers on embedded AWS (moto)")
+    run = commands.add_parser(
+        "run", help="run a crawl through the pipeline on this machine (resumes a run a killed command left)"
+    )
     run.add_argument("spec", metavar="SPEC")
-    run.add_argument("--state", default=".sluice", help="folder that keeps tables and objects between runs")
-    run.add_argument("--workers", type=int, default=4, help="concurrent fetcher invocations (default 4)")
+    run.add_argument("--state", default=".sluice", help="folder that keeps runs, URLs and outputs between runs")
+    run.add_argument("--workers", type=int, default=4, help="batches in flight at once (default 4)")
+    run.add_argument(
+        "--restart", action="store_true", help="close a run a killed command left (as unfinished) and start anew"
+    )
+    run.add_argument(
+        "--emulate-aws",
+        action="store_true",
+        help="run the real Lambda handlers on embedded AWS (moto) instead of the local store (slower; no resume)",
+    )
     run.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     run.set_defaults(run=_run)
@@ -125,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--stage", default="dev", help="the stack's stage (default dev)")
     start.set_defaults(run=_start)
 
-    demo = commands.add_parser("demo", help="three nightly runs of the demo crawl on moto, told as a story")
+    demo = commands.add_parser("demo", help="three nightly runs of the demo crawl on the local store, told as a story")
     demo.add_argument("--spec", default=str(DEMO_SPEC))
     demo.add_argument("--port", type=int, default=0, help="demo site port (default: any free one)")
     demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")

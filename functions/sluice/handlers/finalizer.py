@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sluice.handlers.runtime import services
+from sluice.handlers.bootstrap import services
 from sluice.messages import FinalizeEvent, parse_body
 from sluice.observability import logger
 from sluice.pipeline.finalize import finalize_run, sweep

@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sluice.handlers.runtime import services
+from sluice.handlers.bootstrap import services
 from sluice.messages import StartEvent, parse_body
 from sluice.observability import logger
 from sluice.pipeline.start import start_run

@@ -1,22 +1,34 @@
-"""Finalize a run: judge it, compact its records, write its summary, emit its metrics, release its lock.
+"""Finalize a run: count it, write its output, judge it, emit its metrics, release its lock.
 
-Finalizing happens once per run (a conditional status change guards it). A run is finalized
-when its fan-out is complete and nothing is pending, or by a sweep once it passes its deadline,
-as unfinished.
+Counting is exact and happens here, once: every URL's result is read back from the frontier.
+A run is drained when every seed and every claimed link has its result. A drained run has no
+URL in flight, so nothing can add to it; but a scan is not a snapshot, and a page counted
+mid-scan could have claimed a link in a partition the scan had passed. So the scan is repeated:
+when a second scan finds exactly as many URLs as a first that found every one done, nothing
+happened in between, and the first scan's counts are the run's. Finalizing happens once per run
+(a conditional status change guards it). A run past its deadline is finalized as it stands, as
+unfinished, by the sweep.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sluice.aws.ledger import RunState
-from sluice.domain.verdict import RunCounts, Verdict, judge
+from sluice.domain.layout import summary_key
+from sluice.domain.runs import RunState
+from sluice.domain.tally import RunTally
+from sluice.domain.verdict import Verdict, judge
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
+from sluice.pipeline.output import OutputPlan, OutputSummary, write_output
 from sluice.pipeline.services import Services
+
+FINALIZING_STALE_S = 20 * 60
+"""A run still finalizing after this long lost its finalizer (15-minute timeout): it is finalized again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,79 +40,114 @@ class Finalized:
 
 
 def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = False) -> Finalized | None:
-    """Finalize a run if it is done (or overdue, or ``force``); None if it is not time yet or already done."""
+    """Finalize a run if it is drained (or overdue, or ``force``); None if it is not time yet or already done."""
     run = services.ledger.get_run(crawl, run_id)
-    if run is None or run.status != "running":
+    if run is None or run.status == "finished":
         return None
-    finished = run.drained
-    if not (finished or run.overdue or force):
-        return None
-    if not services.ledger.begin_finalizing(crawl, run_id):
-        return None
-    run = services.ledger.get_run(crawl, run_id) or run  # counters as they stood when finalizing began
+    if run.status == "finalizing":
+        if not (force or run.finalizing_for() > FINALIZING_STALE_S):
+            return None
+        # The finalizer died mid-way: every output key is rewritten whole, so doing it again is safe.
+        logger.warning("finalizing again after an interrupted finalizer", extra={"crawl": crawl, "run_id": run_id})
+        tally, plan = _count(services, run)
+        return _finish(services, run, tally, plan)
+    as_it_stands = force or run.overdue
+    if as_it_stands:
+        if not services.ledger.begin_finalizing(crawl, run_id):
+            return None
+        tally, plan = _count(services, run)
+    else:
+        if run.seeding:
+            return None
+        tally, plan = _count(services, run)
+        if not tally.drained:
+            services.ledger.checked(crawl, run_id)
+            logger.info("run not drained yet", extra={"crawl": crawl, "run_id": run_id, "pending": tally.pending})
+            return None
+        if sum(1 for _ in services.frontier.scan(run_id)) != tally.entries:
+            logger.info("run still moving: finalizing later", extra={"crawl": crawl, "run_id": run_id})
+            return None
+        if not services.ledger.begin_finalizing(crawl, run_id):
+            return None
+    return _finish(services, run, tally, plan)
+
+
+def _count(services: Services, run: RunState) -> tuple[RunTally, OutputPlan]:
+    tally = RunTally(seeds=run.seeds)
+    plan = OutputPlan(run.crawl, run.run_id, run.catalog_run)
+    for entry in services.frontier.scan(run.run_id):
+        tally.add(entry)
+        plan.add(entry)
+    return tally, plan
+
+
+def _finish(services: Services, run: RunState, tally: RunTally, plan: OutputPlan) -> Finalized:
+    crawl, run_id = run.crawl, run.run_id
+    started = time.monotonic()
     spec = services.spec(crawl)
-    previous = services.ledger.previous_finished(crawl, run_id)
-    counts = RunCounts(
-        fetched=run.counters["fetched"],
-        not_modified=run.counters["not_modified"],
-        failed=run.counters["failed"],
-        skipped=run.counters["skipped"],
-        records=run.records,
-        items=run.counters["items"],
-        missing=run.missing,
+    output = write_output(services.objects, plan)
+    previous = services.ledger.latest_finished(crawl, run_id)
+    verdict = judge(
+        tally.counts(output.records),
+        previous.records if previous is not None else None,
+        spec.alerts,
+        finished=tally.drained,
     )
-    verdict = judge(counts, previous.records if previous else None, spec.alerts, finished=run.drained)
-    records_key, lines = services.objects.compact(crawl, run_id)
-    summary = run_summary(run, verdict, previous, records_key, lines)
-    summary_key = services.objects.put_summary(crawl, run_id, summary)
-    emit_metrics(run, verdict)
-    services.ledger.finish(crawl, run_id, healthy=verdict.healthy, summary_key=summary_key)
+    summary = run_summary(run, tally, output, verdict, previous)
+    summary["finalize_s"] = round(time.monotonic() - started, 3)
+    key = summary_key(crawl, run_id)
+    services.objects.put(key, _json(summary), "application/json")
+    emit_metrics(run, tally, output, verdict)
+    services.ledger.finish(crawl, run_id, healthy=verdict.healthy, records=output.records, summary_key=key)
     logger.info("run finalized", extra={"crawl": crawl, "run_id": run_id, "healthy": verdict.healthy})
-    return Finalized(crawl, run_id, summary, summary_key)
+    return Finalized(crawl, run_id, summary, key)
 
 
 def sweep(services: Services) -> list[Finalized]:
-    """Finalize every open run that is done or overdue (a safety net behind the fetchers' trigger)."""
+    """Finalize every open run that is drained or overdue (a safety net behind the fetchers' trigger)."""
     done = []
     for lock in services.ledger.active_runs():
-        result = finalize_run(lock["sk"], lock["run_id"], services)
+        result = finalize_run(lock.crawl, lock.run_id, services)
         if result is not None:
             done.append(result)
     return done
 
 
 def run_summary(
-    run: RunState, verdict: Verdict, previous: RunState | None, records_key: str, lines: int
+    run: RunState, tally: RunTally, output: OutputSummary, verdict: Verdict, previous: RunState | None
 ) -> dict[str, Any]:
-    c = run.counters
     return {
         "crawl": run.crawl,
         "run_id": run.run_id,
-        "status": "finished" if run.drained else "unfinished",
+        "status": "finished" if tally.drained else "unfinished",
         "started_at": run.started_at,
         "finalized_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spec_digest": run.spec_digest,
+        "catalog_run": run.catalog_run,
         "pages": {
-            "enqueued": c["enqueued"],
-            "fetched": c["fetched"],
-            "not_modified": c["not_modified"],
-            "failed": c["failed"],
-            "skipped": c["skipped"],
-            "pending": max(0, run.pending),
+            "enqueued": tally.enqueued,
+            "seeds": tally.seeds,
+            "links": tally.links,
+            "fetched": tally.fetched,
+            "not_modified": tally.not_modified,
+            "failed": tally.failed,
+            "gone": tally.gone,
+            "skipped": tally.skipped,
+            "pending": max(0, tally.pending),
         },
         "records": {
-            "total": run.records,
-            "new": c["records_new"],
-            "changed": c["records_changed"],
-            "unchanged": c["records_unchanged"],
-            "in_output": lines,
+            "total": output.records,
+            "new": tally.records_new,
+            "changed": tally.records_changed,
+            "unchanged": tally.records_unchanged,
+            "in_output": output.records,
+            "duplicates_dropped": output.duplicates,
+            "carried_missing": output.carried_missing,
         },
-        "failures": _top(run.failures),
-        "skips": _top(run.skips),
-        "rejected": {field: n for field, n in sorted(run.rejected.items()) if n},
-        "null_rates": {
-            k: round(v, 4) for k, v in RunCounts(items=c["items"], missing=run.missing).null_rates().items()
-        },
+        "failures": tally.failures.top(),
+        "skips": tally.skips.top(),
+        "rejected": tally.rejected.top(),
+        "null_rates": {k: round(v, 4) for k, v in tally.counts(output.records).null_rates().items()},
         "previous_run": {"run_id": previous.run_id, "records": previous.records} if previous else None,
         "verdict": {
             "healthy": verdict.healthy,
@@ -112,28 +159,26 @@ def run_summary(
             ],
             "checks": [{"check": ch.name, "ok": ch.ok, "message": ch.message} for ch in verdict.checks],
         },
-        "outputs": {"records": records_key},
+        "outputs": {"records": output.folder, "files": output.files, "bytes": output.bytes},
     }
 
 
-def _top(tally: Mapping[str, int], n: int = 20) -> dict[str, int]:
-    """The ``n`` commonest reasons, most common first."""
-    return dict(sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
+def _json(summary: dict[str, Any]) -> bytes:
+    return json.dumps(summary, indent=2, sort_keys=True).encode()
 
 
-def emit_metrics(run: RunState, verdict: Verdict) -> None:
+def emit_metrics(run: RunState, tally: RunTally, output: OutputSummary, verdict: Verdict) -> None:
     """One EMF document per run with the crawl as the only dimension, and one alert log event per failed check."""
-    c = run.counters
     values: dict[RunMetric, float] = {
-        RunMetric.RECORDS_PER_RUN: run.records,
+        RunMetric.RECORDS_PER_RUN: output.records,
         RunMetric.ERROR_RATE: verdict.error_rate,
         RunMetric.RUN_HEALTHY: 1.0 if verdict.healthy else 0.0,
-        RunMetric.PAGES_FETCHED: c["fetched"],
-        RunMetric.PAGES_NOT_MODIFIED: c["not_modified"],
-        RunMetric.PAGES_FAILED: c["failed"],
-        RunMetric.PAGES_SKIPPED: c["skipped"],
-        RunMetric.RECORDS_NEW: c["records_new"],
-        RunMetric.RECORDS_CHANGED: c["records_changed"],
+        RunMetric.PAGES_FETCHED: tally.fetched,
+        RunMetric.PAGES_NOT_MODIFIED: tally.not_modified,
+        RunMetric.PAGES_FAILED: tally.failed,
+        RunMetric.PAGES_SKIPPED: tally.skipped,
+        RunMetric.RECORDS_NEW: tally.records_new,
+        RunMetric.RECORDS_CHANGED: tally.records_changed,
         RunMetric.RUN_DURATION: (datetime.now(UTC) - datetime.fromisoformat(run.started_at)).total_seconds(),
     }
     if verdict.record_count_ratio is not None:

@@ -1,4 +1,4 @@
-"""The adapters a pipeline step needs, built once per process from the settings."""
+"""Everything a pipeline step touches, wired once per process: by the handlers on AWS, by the local runner locally."""
 
 from __future__ import annotations
 
@@ -7,11 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sluice.aws.catalog import Catalog
-from sluice.aws.ledger import RunLedger
-from sluice.aws.objects import RunObjects
-from sluice.aws.queue import FrontierQueue
-from sluice.settings import Settings
+from sluice.ports import Frontier, ObjectStore, RecordsTable, RunLedger, WorkQueue
 from sluice.spec import CrawlSpec, SpecError, load_spec
 
 Trigger = Callable[[dict[str, object]], None]
@@ -21,34 +17,41 @@ class UnknownCrawl(LookupError):
     """No spec of that name ships with the functions."""
 
 
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """The numbers the steps run by (the stack's settings, or the local runner's)."""
+
+    max_receive_count: int = 5
+    """A message's last receive: a transient failure then counts as failed, so the run can finish."""
+    run_deadline_hours: float = 12.0
+    visibility_base_s: float = 10.0
+    """First visibility backoff of a message returned for a transient failure; doubles per receive."""
+    visibility_max_s: float = 900.0
+    catalog_max_age_days: float = 14.0
+    """A catalog run older than this is not seeded from (its URL items expire with the ledger's TTL)."""
+    allow_loopback: bool = False
+    """Only the local runner and tests set this; the stack never does."""
+
+
 @dataclass(frozen=True)
 class Services:
-    """Everything a step touches, so that Lambda, the local runner and tests wire it the same way."""
+    """The ports and triggers a step uses, so that Lambda, the local runner and tests wire it the same way."""
 
-    settings: Settings
+    tuning: Tuning
     ledger: RunLedger
-    catalog: Catalog
-    objects: RunObjects
-    queue: FrontierQueue
+    frontier: Frontier
+    queue: WorkQueue
+    objects: ObjectStore
+    specs_dir: Path
     finalize_later: Trigger
-    """Asks for a finalizer run (an async Lambda invoke in AWS, a queue of calls locally)."""
+    """Asks for a finalizer run (an async Lambda invoke on AWS, a call queued for the runner locally)."""
     continue_start: Trigger
     """Asks for the scheduler to continue a large fan-out in a fresh invocation."""
-
-    @classmethod
-    def build(cls, settings: Settings, *, finalize_later: Trigger, continue_start: Trigger) -> Services:
-        return cls(
-            settings=settings,
-            ledger=RunLedger(settings.ledger_table, claim_ttl_days=settings.claim_ttl_days),
-            catalog=Catalog(settings.catalog_table),
-            objects=RunObjects(settings.bucket),
-            queue=FrontierQueue(settings.queue_url, urls_per_message=settings.urls_per_message),
-            finalize_later=finalize_later,
-            continue_start=continue_start,
-        )
+    records: RecordsTable | None = None
+    """The records table, for specs with ``output.records_table`` (None where the stack has none)."""
 
     def spec(self, crawl: str) -> CrawlSpec:
-        return load_crawl(self.settings.specs_dir, crawl)
+        return load_crawl(self.specs_dir, crawl)
 
 
 @lru_cache(maxsize=64)

@@ -1,26 +1,40 @@
-"""Start a run: take the crawl's lock, open the run, claim its seeds and fan them into the queue.
+"""Start a run: take the crawl's lock, plan the run's seeds, fan them into the queue.
 
-A fan-out proceeds in chunks and stops while it has time left: the caller continues it from
-``offset`` in a fresh invocation, so a million seeds fit Lambda's 15 minutes and its memory.
-Until the fan-out completes the run is seeding: however fast the fetchers catch up, it is not
-done, and the invocation that completes the fan-out asks for finalizing if they already have.
+A run starts from everything the crawl knows, as Nutch's generate step does: the spec's seeds
+plus every page of the catalog run (the crawl's last finished run), each with what that run
+learned of it (validators, body hash, record digests). So a nightly run asks "changed since?"
+of every known page at once, and links are claimed only for pages nobody knew. A page that
+answered 404 or 410 leaves the catalog; one the spec's scope no longer allows is not seeded.
+
+The seed set (the run's seed URL hashes) is written before any seed is sent: fetchers never
+claim a link that is a seed. The fan-out proceeds in chunks and stops while it has time left;
+the caller continues it from ``offset`` in a fresh invocation. Until the fan-out completes the
+run is seeding: however fast the fetchers catch up, it is not done.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 
-from sluice.extraction.urls import canonicalize_url
-from sluice.messages import StartEvent, UrlTask
+from sluice.domain.layout import frontier_key
+from sluice.domain.pages import Prior, UrlEntry, url_hash, url_number
+from sluice.domain.runs import RunState
+from sluice.domain.seedset import SeedSet
+from sluice.extraction.urls import Scope, canonicalize_url
+from sluice.messages import PriorState, StartEvent, UrlTask
 from sluice.observability import logger
+from sluice.pipeline.output import PageIndex, load_index
 from sluice.pipeline.services import Services
+from sluice.spec import CrawlSpec
 
 CHUNK = 1_000
-"""Seeds claimed and sent per step: 11 DynamoDB transactions and 10 SQS requests."""
+"""Seed tasks sent per step: 100 messages, 10 SQS requests."""
+RECORD_EVERY_S = 5.0
+"""How often the fan-out records how far it got (the run item takes a write at most this often)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,67 +42,167 @@ class StartResult:
     crawl: str
     run_id: str
     offset: int
-    """Seeds handled so far (all of them when ``complete``)."""
+    """Seed tasks handled so far (all of them when ``complete``)."""
     total: int
     enqueued: int
     complete: bool
+    catalog_run: str | None = None
 
 
 def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], float]) -> StartResult:
     """Open a run (or continue one's fan-out) and enqueue seeds until done or ``time_left()`` runs low."""
     spec = services.spec(event.crawl)
-    resuming = event.run_id is not None
-    if event.run_id is not None:
-        run_id = event.run_id
-    elif (held := _held_by(services, spec.name, event.trigger)) is not None:
-        # Lambda retried a start that died mid-fan-out: the run it opened is this start's own.
-        run_id, resuming = held, True
-        logger.warning("start retried: resuming its run", extra={"crawl": spec.name, "run_id": run_id})
+    run = _open_or_resume(event, services, spec)
+    plan = SeedPlan(services, spec, run)
+    offset = max(event.offset, run.fanned_out)
+    if offset == 0:
+        # Before any seed is sent (a retried start writes the same set again: it is deterministic).
+        seeds = plan.seed_set()
+        services.objects.put(frontier_key(spec.name, run.run_id), seeds.to_bytes(), "application/octet-stream")
+        services.ledger.set_seeds(spec.name, run.run_id, len(seeds))
+        total = len(seeds)
+        logger.info(
+            "seeds planned",
+            extra={"crawl": spec.name, "run_id": run.run_id, "seeds": total, "catalog_run": run.catalog_run},
+        )
     else:
-        deadline = timedelta(hours=services.settings.run_deadline_hours)
-        run = services.ledger.open_run(spec.name, spec.digest(), deadline, trigger=event.trigger)
-        run_id = run.run_id
-        logger.info("run opened", extra={"crawl": spec.name, "run_id": run_id, "seeds": spec.seeds.count()})
-    total = spec.seeds.count()
-    offset = event.offset
+        total = run.seeds
+    first = offset
     enqueued = 0
-    seeds = islice(spec.seeds.iter_urls(), offset, None)
-    started = time.monotonic()
-    while offset < total:
-        chunk = [UrlTask(url=canonicalize_url(u), depth=0) for u in islice(seeds, CHUNK)]
-        if not chunk:
-            break
-        claimed = services.ledger.claim(spec.name, run_id, chunk, max_pages=spec.follow.max_pages)
-        if resuming:
-            # A continuation or a retried start may follow one that claimed seeds and died before sending them.
-            claimed += unsent(services, run_id, chunk, claimed)
-        services.queue.send(spec.name, run_id, claimed)
+    tasks = islice(plan.tasks(), offset, None)
+    started = recorded = time.monotonic()
+    while chunk := list(islice(tasks, CHUNK)):
+        services.queue.send(spec.name, run.run_id, chunk)
         offset += len(chunk)
-        enqueued += len(claimed)
-        step = (time.monotonic() - started) / max(1, offset - event.offset) * CHUNK
+        enqueued += len(chunk)
+        if time.monotonic() - recorded >= RECORD_EVERY_S:
+            services.ledger.fanned_out(spec.name, run.run_id, offset)
+            recorded = time.monotonic()
+        step = (time.monotonic() - started) / max(1, offset - first) * CHUNK
         if offset < total and time_left() < max(60.0, 4 * step):
-            services.continue_start({"crawl": spec.name, "run_id": run_id, "offset": offset})
-            logger.info("fan-out continues", extra={"crawl": spec.name, "run_id": run_id, "offset": offset})
-            return StartResult(spec.name, run_id, offset, total, enqueued, complete=False)
-    logger.info("fan-out complete", extra={"crawl": spec.name, "run_id": run_id, "seeds": total, "enqueued": enqueued})
-    seeded = services.ledger.seeded(spec.name, run_id)
-    if seeded is not None and seeded.status == "running" and seeded.drained:
+            services.ledger.fanned_out(spec.name, run.run_id, offset)
+            services.continue_start({"crawl": spec.name, "run_id": run.run_id, "offset": offset})
+            logger.info("fan-out continues", extra={"crawl": spec.name, "run_id": run.run_id, "offset": offset})
+            return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=False)
+    services.ledger.fanned_out(spec.name, run.run_id, offset)
+    logger.info("fan-out complete", extra={"crawl": spec.name, "run_id": run.run_id, "seeds": total})
+    seeded = services.ledger.seeded(spec.name, run.run_id)
+    if (
+        seeded is not None
+        and seeded.status == "running"
+        and services.frontier.progress(run.run_id).pending(seeded.seeds) <= 0
+    ):
         # The fetchers finished every page while the fan-out was still under way: none of them will ask.
-        services.finalize_later({"crawl": spec.name, "run_id": run_id})
-    return StartResult(spec.name, run_id, offset, total, enqueued, complete=True)
+        services.finalize_later({"crawl": spec.name, "run_id": run.run_id})
+    return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=True, catalog_run=run.catalog_run)
 
 
-def _held_by(services: Services, crawl: str, trigger: str | None) -> str | None:
-    """The run in flight that this very trigger opened, if any (a retried start)."""
-    if trigger is None:
+def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> RunState:
+    ledger = services.ledger
+    run_id = event.run_id
+    if run_id is None and event.trigger is not None:
+        lock = ledger.active_run(spec.name)
+        if lock is not None and lock.trigger == event.trigger:
+            # Lambda retried a start that died mid-fan-out: the run it opened is this start's own.
+            run_id = lock.run_id
+            logger.warning("start retried: resuming its run", extra={"crawl": spec.name, "run_id": run_id})
+    if run_id is not None:
+        run = ledger.get_run(spec.name, run_id)
+        if run is None:
+            raise LookupError(f"run {run_id} of crawl {spec.name!r} does not exist")
+        return run
+    catalog = catalog_run(services, spec.name)
+    deadline = timedelta(hours=services.tuning.run_deadline_hours)
+    run = ledger.open_run(
+        spec.name, spec.digest(), deadline, trigger=event.trigger, catalog_run=catalog.run_id if catalog else None
+    )
+    logger.info("run opened", extra={"crawl": spec.name, "run_id": run.run_id, "catalog_run": run.catalog_run})
+    return run
+
+
+def catalog_run(services: Services, crawl: str) -> RunState | None:
+    """The crawl's last finished run, if it is recent enough that its URL entries are all still there."""
+    latest = services.ledger.latest_finished(crawl)
+    if latest is None:
         return None
-    lock = services.ledger.active_run(crawl)
-    return str(lock["run_id"]) if lock is not None and lock.get("trigger") == trigger else None
+    age = datetime.now(UTC) - datetime.fromisoformat(latest.started_at)
+    if age > timedelta(days=services.tuning.catalog_max_age_days):
+        logger.info("catalog run too old: starting from the spec's seeds", extra={"crawl": crawl, "run": latest.run_id})
+        return None
+    return latest
 
 
-def unsent(services: Services, run_id: str, tasks: list[UrlTask], claimed: list[UrlTask]) -> list[UrlTask]:
-    """Tasks claimed earlier but still queued: sent again, since a second delivery is harmless and a lost one is not."""
-    fresh = {t.url for t in claimed}
-    rest = [t for t in tasks if t.url not in fresh]
-    claims = services.ledger.claims(run_id, (t.url for t in rest))
-    return [t for t in rest if claims.get(t.url, {}).get("status") == "queued"]
+class SeedPlan:
+    """The run's seed tasks as one deterministic stream, and the set of their URL hashes.
+
+    Deterministic, so a continuation (or a retried start) skips exactly what was sent. Memory
+    stays at 8 bytes per seed: the catalog is streamed from its store twice, never held.
+    """
+
+    def __init__(self, services: Services, spec: CrawlSpec, run: RunState) -> None:
+        self.services, self.spec, self.run = services, spec, run
+        self.scope = Scope.from_spec(spec)
+        self._spec_seeds = SeedSet.of(url_hash(u) for u in self._spec_urls())
+        self._catalog: RunState | None = None
+        if run.catalog_run is not None:
+            self._catalog = services.ledger.get_run(spec.name, run.catalog_run)
+        # Records carry over only if the same spec would extract the same records, and only for pages
+        # whose whole block the catalog run's output holds (its page index says which).
+        self._carry = self._catalog is not None and self._catalog.spec_digest == spec.digest()
+        self._index = load_index(services.objects, spec.name, run.catalog_run) if self._carry else PageIndex()
+        room = spec.follow.max_pages - len(self._spec_seeds)
+        self._catalog_room = max(0, room)
+
+    def _spec_urls(self) -> Iterator[str]:
+        listed: set[str] = set()
+        for url in self.spec.seeds.urls:  # an explicit list may repeat itself; a template range does not
+            canonical = canonicalize_url(url)
+            if canonical not in listed:
+                listed.add(canonical)
+                yield canonical
+        if self.spec.seeds.template is not None:
+            for url in islice(self.spec.seeds.iter_urls(), len(self.spec.seeds.urls), None):
+                yield canonicalize_url(url)
+
+    def _catalog_entries(self) -> Iterator[tuple[UrlEntry, bool]]:
+        """Usable catalog entries in hash order, each with whether it is one of the spec's seeds."""
+        if self._catalog is None:
+            return
+        extra = 0
+        for entry in self.services.frontier.scan(self._catalog.run_id):
+            result = entry.result
+            if result is not None and result.gone:
+                continue
+            if not self.scope.allows(entry.url) or entry.depth > self.spec.follow.max_depth:
+                continue
+            is_seed = self._spec_seeds.has_number(url_number(entry.url_hash))
+            if not is_seed:
+                if extra >= self._catalog_room:
+                    continue
+                extra += 1
+            yield entry, is_seed
+
+    def seed_set(self) -> SeedSet:
+        numbers = [url_number(entry.url_hash) for entry, is_seed in self._catalog_entries() if not is_seed]
+        return SeedSet.of_numbers([*numbers, *self._spec_seed_numbers()])
+
+    def _spec_seed_numbers(self) -> Iterator[int]:
+        return (url_number(url_hash(u)) for u in self._spec_urls())
+
+    def tasks(self) -> Iterator[UrlTask]:
+        known: list[int] = []
+        for entry, is_seed in self._catalog_entries():
+            known.append(url_number(entry.url_hash))
+            yield UrlTask(url=entry.url, depth=0 if is_seed else entry.depth, origin="seed", prior=self._prior(entry))
+        in_catalog = SeedSet.of_numbers(known)
+        for url in self._spec_urls():
+            if not in_catalog.has_number(url_number(url_hash(url))):
+                yield UrlTask(url=url, depth=0, origin="seed")
+
+    def _prior(self, entry: UrlEntry) -> PriorState | None:
+        if entry.result is None:
+            return None
+        prior: Prior = entry.result.prior()
+        if prior.carried and url_number(entry.url_hash) not in self._index:
+            prior = replace(prior, carried=False)
+        return PriorState.of(prior)

@@ -1,30 +1,60 @@
-"""Visit a message's URLs: fetch, extract, write records, enqueue new links, count each URL once.
+"""Visit a batch of queue messages: fetch every URL, then write what the batch learned, once per batch.
 
-Every step is safe to repeat. A URL already counted for its run is skipped; records are written
-by content hash and page objects by URL hash; links are claimed before they are sent, and a
-redelivered page sends again the links it claimed but may not have sent. Only the final ledger
-transaction counts a URL, and it counts it once.
+Per URL: a fetch (conditional when the catalog run knew the page) and extraction. Per batch:
+one part object with every fetched page's records, one claim per new link and one send for
+them, one conditional write per URL that counts it (its :class:`PageResult`), one progress
+report. Every step is safe to repeat and the order makes a crash at any line harmless:
+
+1. the part is written before any result points at it (a crash leaves an unreferenced part);
+2. links are claimed and sent before the page that found them is counted (a redelivered page
+   sends again the links it claimed and that still wait);
+3. a URL's result is written only if none is there yet: redeliveries, regrouped batches and
+   concurrent duplicates count it once, and their parts are never read;
+4. the progress report comes last: it is a hint for the drain trigger, never a count.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from sluice.aws.catalog import PageState
-from sluice.aws.ledger import PageCounts, RunClosed
+from sluice.domain.layout import frontier_key, part_key
+from sluice.domain.pages import (
+    PageResult,
+    PartBlock,
+    Prior,
+    RecordCounts,
+    UrlEntry,
+    digest,
+    record_digests,
+    unpack_digests,
+    url_hash,
+)
+from sluice.domain.runs import Progress, RunState
+from sluice.domain.seedset import SeedSet
 from sluice.extraction.charset import parser_input
-from sluice.extraction.extract import extract_page
+from sluice.extraction.extract import Record, extract_page, record_line
+from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
-from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped
-from sluice.messages import CrawlMessage, MalformedMessage, UrlTask
+from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
+from sluice.messages import CrawlMessage, MalformedMessage, UrlTask, parse_body
 from sluice.observability import logger
+from sluice.pipeline.links import ClaimCache, children, claim_links
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 
 IN_PROCESS_WAIT_CAP_S = 5.0
 """Longest backoff a fetcher sleeps through; longer waits go back to the queue as visibility."""
+TIME_MARGIN_S = 20.0
+"""A URL not started when the invocation has this little time left goes back to the queue."""
+RECHECK_S = 60.0
+"""After the finalizer found a run not drained, fetchers wait this long before asking again."""
 
 
 class RetryLater(Exception):
@@ -37,161 +67,420 @@ class RetryLater(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class VisitReport:
-    """What one message did."""
+class QueuedMessage:
+    """The parts of an SQS record a fetcher reads."""
 
-    counted: int
-    skipped_done: int
-    run_open: bool
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int
 
-
-async def visit_message(
-    message: CrawlMessage, receive_count: int, services: Services, fetcher: PageFetcher
-) -> VisitReport:
-    """Process every URL of ``message``; raise RetryLater if some must be tried again later."""
-    run = await asyncio.to_thread(services.ledger.get_run, message.crawl, message.run_id)
-    if run is None:
-        raise MalformedMessage(f"run {message.run_id} of crawl {message.crawl!r} does not exist")
-    if run.status != "running":
-        logger.warning("message for a closed run dropped", extra={"crawl": message.crawl, "run_id": message.run_id})
-        return VisitReport(0, len(message.tasks), run_open=False)
-    spec = services.spec(message.crawl)
-    claims = await asyncio.to_thread(services.ledger.claims, message.run_id, [t.url for t in message.tasks])
-    unclaimed = [t.url for t in message.tasks if t.url not in claims]
-    if unclaimed:
-        raise MalformedMessage(f"URL(s) never claimed for run {message.run_id}: {', '.join(unclaimed[:3])}")
-    todo = [t for t in message.tasks if claims[t.url].get("status") != "done"]
-    pages = await asyncio.to_thread(services.catalog.pages, spec.name, [t.url for t in todo])
-    last_try = receive_count >= services.settings.max_receive_count
-    visit = _Visit(spec, message.run_id, services, receive_count)
-    # Every URL runs to its end before the message's fate is decided: one URL's crash must not leave
-    # the others in flight on an event loop that stops (and is frozen) when the handler returns.
-    results = await asyncio.gather(
-        *(visit.one(task, pages.get(task.url), fetcher, last_try) for task in todo), return_exceptions=True
-    )
-    counted = sum(1 for r in results if r is True)
-    retries = [r for r in results if isinstance(r, Failed)]
-    if counted:
-        await asyncio.to_thread(_finalize_if_done, services, spec.name, message.run_id)
-    crashed = [r for r in results if isinstance(r, BaseException)]
-    if crashed:
-        raise crashed[0]
-    if retries:
-        delay = max((r.retry_after_s or 0.0) for r in retries)
-        raise RetryLater(delay, "; ".join(sorted({f"{r.url}: {r.reason}" for r in retries})))
-    return VisitReport(counted, len(message.tasks) - len(todo), run_open=True)
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> QueuedMessage:
+        return cls(
+            message_id=record["messageId"],
+            receipt_handle=record["receiptHandle"],
+            body=record["body"],
+            receive_count=int(record.get("attributes", {}).get("ApproximateReceiveCount", 1)),
+        )
 
 
-def _finalize_if_done(services: Services, crawl: str, run_id: str) -> None:
-    run = services.ledger.get_run(crawl, run_id)
-    if run is not None and run.status == "running" and run.drained:
-        logger.info("run has nothing pending", extra={"crawl": crawl, "run_id": run_id})
-        services.finalize_later({"crawl": crawl, "run_id": run_id})
+def visibility_backoff(receive_count: int, retry_after_s: float, rng: random.Random, *, base: float, cap: float) -> int:
+    """Seconds until the message is visible again: jittered exponential (half to full), never below Retry-After."""
+    ceiling = min(cap, base * 2 ** max(0, receive_count - 1))
+    # Rounded up: SQS takes whole seconds, and a fractional Retry-After (an HTTP date) must not be cut short.
+    return math.ceil(min(cap, max(retry_after_s, rng.uniform(ceiling / 2, ceiling))))
 
 
-class _Visit:
-    """The URLs of one message: shared context for :meth:`one`."""
+@dataclass
+class Container:
+    """What outlives an invocation in one container: fetchers (pools, robots caches), seed sets, link caches."""
 
-    def __init__(self, spec: CrawlSpec, run_id: str, services: Services, receive_count: int) -> None:
-        self.spec, self.run_id, self.services, self.receive_count = spec, run_id, services, receive_count
+    allow_loopback: bool
+    rng: random.Random = field(default_factory=random.Random)
+    fetchers: dict[str, PageFetcher] = field(default_factory=dict)
+    seeds: dict[str, SeedSet] = field(default_factory=dict)
+    claims: dict[str, ClaimCache] = field(default_factory=dict)
 
-    async def one(self, task: UrlTask, page: PageState | None, fetcher: PageFetcher, last_try: bool) -> bool | Failed:
-        """True if this call counted the URL, False if it was already counted, Failed if it must be retried."""
-        log = {"crawl": self.spec.name, "run_id": self.run_id, "url": task.url}
-        # Validators written by this very run mean an earlier attempt died before counting the page:
-        # fetch it whole, so its records are classified as that attempt classified them.
-        validators = page.validators if page is not None and page.run_id != self.run_id else None
-        outcome = await fetcher.fetch(task.url, validators, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
-        carried: str | None = None
-        if isinstance(outcome, NotModified) and page is not None:
-            carried = await asyncio.to_thread(self._carry, task, page)
-            if carried is None:
-                # The stored records are gone (expired by the bucket's lifecycle): a 304 cannot bring
-                # them back, so fetch the page whole rather than lose its records.
-                logger.info("stored records gone: fetching the page whole", extra=log)
-                outcome = await fetcher.fetch(task.url, None, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
-        if isinstance(outcome, Failed) and outcome.retryable and not last_try:
-            logger.info("page will be retried", extra={**log, "reason": outcome.reason})
-            return outcome
+    def fetcher(self, spec: CrawlSpec) -> PageFetcher:
+        if spec.name not in self.fetchers:
+            self.fetchers[spec.name] = PageFetcher(spec.politeness, allow_loopback=self.allow_loopback)
+        return self.fetchers[spec.name]
+
+    def seed_set(self, services: Services, crawl: str, run_id: str) -> SeedSet:
+        if run_id not in self.seeds:
+            data = services.objects.get(frontier_key(crawl, run_id))
+            if data is None:
+                raise RuntimeError(f"run {run_id} has no seed set at {frontier_key(crawl, run_id)}")
+            while len(self.seeds) >= 4:  # a container serves one or two runs at a time
+                self.seeds.pop(next(iter(self.seeds)))
+            self.seeds[run_id] = SeedSet.from_bytes(data)
+        return self.seeds[run_id]
+
+    def claim_cache(self, run_id: str) -> ClaimCache:
+        if run_id not in self.claims:
+            while len(self.claims) >= 4:
+                self.claims.pop(next(iter(self.claims)))
+            self.claims[run_id] = ClaimCache()
+        return self.claims[run_id]
+
+    async def aclose(self) -> None:
+        for fetcher in self.fetchers.values():
+            await fetcher.aclose()
+        self.fetchers.clear()
+
+
+Results = dict[str, BaseException | None]
+
+
+async def visit_batch(
+    messages: Sequence[QueuedMessage],
+    services: Services,
+    container: Container,
+    *,
+    time_left: Callable[[], float] = lambda: math.inf,
+) -> Results:
+    """Visit every message of a batch; per message id, None (done) or the exception that fails it."""
+    results: Results = {}
+    runs: dict[tuple[str, str], list[tuple[QueuedMessage, CrawlMessage]]] = {}
+    for queued in messages:
         try:
-            return await asyncio.to_thread(self._record, task, page, outcome, carried)
-        except RunClosed:
-            logger.warning("page finished after its run was finalized", extra=log)
-            return False
+            message = parse_body(CrawlMessage, queued.body)
+        except MalformedMessage as exc:
+            results[queued.message_id] = await _malformed(services, queued, exc)
+            continue
+        runs.setdefault((message.crawl, message.run_id), []).append((queued, message))
+    for (crawl, run_id), group in runs.items():
+        try:
+            results |= await _RunBatch(services, container, crawl, run_id, group, time_left).visit()
+        except MalformedMessage as exc:
+            for queued, _ in group:
+                results[queued.message_id] = await _malformed(services, queued, exc)
+        except Exception as exc:  # not swallowed: every message of the group fails, is retried, then dead-lettered
+            logger.exception("batch failed", extra={"crawl": crawl, "run_id": run_id})
+            for queued, _ in group:
+                results[queued.message_id] = await _return(services, container, queued, 0.0, exc)
+    return results
 
-    def _record(self, task: UrlTask, page: PageState | None, outcome: FetchOutcome, carried: str | None) -> bool:
-        log = {"crawl": self.spec.name, "run_id": self.run_id, "url": task.url}
-        match outcome:
-            case Fetched():
-                counts = self._fetched(task, outcome)
-            case NotModified():
-                counts = self._not_modified(task, page, outcome, carried)
-            case Failed():
-                logger.warning("page failed", extra={**log, "reason": outcome.reason, "status": outcome.status})
-                counts = PageCounts("failed", reason=outcome.reason)
-            case Skipped():
-                logger.info("page skipped", extra={**log, "reason": outcome.reason})
-                counts = PageCounts("skipped", reason=outcome.reason)
-        counted = self.services.ledger.complete(self.spec.name, self.run_id, task.url, counts)
-        if counted:
-            logger.info("page done", extra={**log, "outcome": counts.outcome, "records_new": counts.records_new})
-        return counted
 
-    def _fetched(self, task: UrlTask, outcome: Fetched) -> PageCounts:
-        services, crawl = self.services, self.spec.name
-        html = parser_input(outcome.body, outcome.content_type)
-        extraction = extract_page(self.spec, outcome.final_url, html)
-        key = services.objects.put_page(crawl, self.run_id, task.url, extraction.records)
-        tally = services.catalog.write_records(crawl, self.run_id, task.url, extraction.records)
-        links = tuple(extraction.links)
-        state = PageState(
-            task.url, outcome.validators, outcome.content_hash, len(extraction.records), key, self.run_id, links
+async def _malformed(services: Services, queued: QueuedMessage, exc: MalformedMessage) -> MalformedMessage:
+    # It can never succeed: visible again at once, it reaches the dead-letter queue after its
+    # maximum receives in seconds, not after that many visibility timeouts.
+    logger.error("malformed message", extra={"message_id": queued.message_id, "reason": str(exc)})
+    await _change_visibility(services, queued, 0)
+    return exc
+
+
+async def _return(
+    services: Services, container: Container, queued: QueuedMessage, retry_after_s: float, exc: BaseException
+) -> BaseException:
+    tuning = services.tuning
+    delay = visibility_backoff(
+        queued.receive_count, retry_after_s, container.rng, base=tuning.visibility_base_s, cap=tuning.visibility_max_s
+    )
+    await _change_visibility(services, queued, delay)
+    return exc
+
+
+async def _change_visibility(services: Services, queued: QueuedMessage, delay_s: int) -> None:
+    try:
+        await asyncio.to_thread(services.queue.return_after, queued.receipt_handle, delay_s)
+    except Exception as exc:  # reported failed all the same; it comes back after its visibility timeout
+        # Raising here would fail the whole batch, done messages included.
+        logger.warning(
+            "visibility not changed", extra={"message_id": queued.message_id, "delay_s": delay_s, "error": repr(exc)}
         )
-        services.catalog.put_page(crawl, state)
-        self._enqueue(task, links)
-        return PageCounts(
-            "fetched",
-            records_new=tally.new,
-            records_changed=tally.changed,
-            records_unchanged=tally.unchanged,
-            items=extraction.items,
-            missing=dict(extraction.missing),
-            rejected=dict(extraction.rejected),
+
+
+@dataclass(slots=True)
+class _Visit:
+    """One URL's visit, before the batch writes it: its result, its records, the links it found."""
+
+    task: UrlTask
+    result: PageResult
+    records: list[Record] = field(default_factory=list)
+    links: list[UrlTask] = field(default_factory=list)
+    upserts: list[Record] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Retry:
+    task: UrlTask
+    failure: Failed
+
+
+class _RunBatch:
+    """The messages of one run in one batch."""
+
+    def __init__(
+        self,
+        services: Services,
+        container: Container,
+        crawl: str,
+        run_id: str,
+        group: list[tuple[QueuedMessage, CrawlMessage]],
+        time_left: Callable[[], float],
+    ) -> None:
+        self.services, self.container, self.crawl, self.run_id = services, container, crawl, run_id
+        self.group, self.time_left = group, time_left
+        self.log = {"crawl": crawl, "run_id": run_id}
+
+    async def visit(self) -> Results:
+        services = self.services
+        run = await asyncio.to_thread(services.ledger.get_run, self.crawl, self.run_id)
+        if run is None:
+            raise MalformedMessage(f"run {self.run_id} of crawl {self.crawl!r} does not exist")
+        if run.status != "running":
+            logger.warning("messages for a closed run dropped", extra={**self.log, "messages": len(self.group)})
+            return {queued.message_id: None for queued, _ in self.group}
+        spec = services.spec(self.crawl)
+        scope = Scope.from_spec(spec)
+        owner: dict[str, tuple[QueuedMessage, UrlTask]] = {}
+        for queued, message in self.group:
+            for task in message.tasks:
+                owner.setdefault(url_hash(task.url), (queued, task))  # a URL twice in a batch is visited once
+        known = await asyncio.to_thread(services.frontier.entries, self.run_id, list(owner))
+        todo = [(h, q, t) for h, (q, t) in owner.items() if not _done(known.get(h))]
+        fetcher = self.container.fetcher(spec)
+        limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
+        max_receives = services.tuning.max_receive_count
+
+        async def one(task: UrlTask, queued: QueuedMessage) -> _Visit | _Retry:
+            async with limit:
+                if self.time_left() < TIME_MARGIN_S:
+                    return _Retry(task, Failed(task.url, "invocation time running out", True))
+                if not scope.allows(task.url):
+                    return _Visit(task, _skipped(task, "out of the crawl's scope"))
+                return await _visit_url(spec, fetcher, task, last_try=queued.receive_count >= max_receives)
+
+        # Every URL runs to its end before the batch is written: one URL's crash must not leave the
+        # others in flight on an event loop that stops (and is frozen) when the handler returns.
+        outcomes = await asyncio.gather(*(one(t, q) for _, q, t in todo), return_exceptions=True)
+        visits = [o for o in outcomes if isinstance(o, _Visit)]
+        counted = await asyncio.to_thread(self._write, run, spec, visits)
+        failed_by: dict[str, tuple[float, list[str]]] = {}
+        crashed: dict[str, BaseException] = {}
+        for (_, queued, task), outcome in zip(todo, outcomes, strict=True):
+            if isinstance(outcome, _Retry):
+                wait, reasons = failed_by.get(queued.message_id, (0.0, []))
+                failed_by[queued.message_id] = (
+                    max(wait, outcome.failure.retry_after_s or 0.0),
+                    [*reasons, f"{task.url}: {outcome.failure.reason}"],
+                )
+            elif isinstance(outcome, BaseException):
+                logger.error("page crashed", extra={**self.log, "url": task.url, "error": repr(outcome)})
+                crashed.setdefault(queued.message_id, outcome)
+        results: Results = {}
+        for queued, _ in self.group:
+            if queued.message_id in crashed:
+                results[queued.message_id] = await _return(
+                    services, self.container, queued, 0.0, crashed[queued.message_id]
+                )
+            elif queued.message_id in failed_by:
+                wait, reasons = failed_by[queued.message_id]
+                retry = RetryLater(wait, "; ".join(sorted(set(reasons))[:5]))
+                results[queued.message_id] = await _return(services, self.container, queued, wait, retry)
+                logger.info("message returned to the queue", extra={**self.log, "reason": retry.reason})
+            else:
+                results[queued.message_id] = None
+        logger.info(
+            "batch done",
+            extra={
+                **self.log,
+                "messages": len(self.group),
+                "urls": len(owner),
+                "already_done": len(owner) - len(todo),
+                "counted": counted.done,
+                "records": counted.records,
+                "links_claimed": counted.claimed,
+                "retries": sum(isinstance(o, _Retry) for o in outcomes),
+            },
         )
+        return results
 
-    def _carry(self, task: UrlTask, page: PageState) -> str | None:
-        """Copy the page's records from the run that fetched them into this run; None if they are gone."""
-        if page.object_key is None:
-            return None
-        return self.services.objects.carry_page(page.object_key, self.spec.name, self.run_id, task.url)
-
-    def _not_modified(
-        self, task: UrlTask, page: PageState | None, outcome: NotModified, carried: str | None
-    ) -> PageCounts:
-        """A 304: the page's records from the run that fetched it are this run's too, carried without a fetch."""
-        if page is None or carried is None:
-            return PageCounts("not_modified")
-        state = PageState(
-            task.url, outcome.validators, page.content_hash, page.records, carried, self.run_id, page.links
+    def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit]) -> Progress:
+        """The batch's writes, in the order that makes a crash anywhere harmless (see the module doc)."""
+        services = self.services
+        part = _Part(part_key(self.crawl, self.run_id, uuid.uuid4().hex))
+        results = [part.add(v) for v in visits]
+        if part.body:
+            services.objects.put(part.key, bytes(part.body), "application/x-ndjson")
+        found = [link for v in visits for link in v.links]
+        claimed = 0
+        if found:
+            seeds = self.container.seed_set(services, self.crawl, self.run_id)
+            claimed = claim_links(services, run, spec, found, seeds, self.container.claim_cache(self.run_id))
+        counted = services.frontier.complete(self.run_id, results) if results else []
+        won = [r for r, ok in zip(results, counted, strict=True) if ok]
+        for result in won:
+            _log_page(self.log, result)
+        if services.records is not None and spec.output.records_table:
+            upserts = [rec for v, ok in zip(visits, counted, strict=True) if ok for rec in v.upserts]
+            if upserts:
+                services.records.upsert(self.crawl, self.run_id, upserts)
+        progress = Progress(
+            claimed=claimed,
+            done=len(won),
+            records=sum(r.records for r in won),
+            failed=sum(r.outcome == "failed" for r in won),
         )
-        self.services.catalog.put_page(self.spec.name, state)
-        self._enqueue(task, page.links)
-        return PageCounts("not_modified", records_unchanged=page.records)
+        if progress != Progress():
+            services.frontier.add_progress(self.run_id, progress)
+        if won:
+            self._finalize_if_drained()
+        return progress
 
-    def _enqueue(self, parent: UrlTask, links: Sequence[str]) -> None:
-        if parent.depth >= self.spec.follow.max_depth or not links:
+    def _finalize_if_drained(self) -> None:
+        services = self.services
+        run = services.ledger.get_run(self.crawl, self.run_id)
+        if run is None or run.status != "running" or run.seeding or run.checked_within(RECHECK_S):
             return
-        services, crawl = self.services, self.spec.name
-        children = [UrlTask(url=link, depth=parent.depth + 1, parent=parent.url) for link in links]
-        claimed = services.ledger.claim(crawl, self.run_id, children, max_pages=self.spec.follow.max_pages)
-        if self.receive_count > 1:
-            # A redelivered page may have claimed links and died before sending them: send those again.
-            fresh = {t.url for t in claimed}
-            earlier = services.ledger.claims(self.run_id, [t.url for t in children if t.url not in fresh])
-            claimed += [
-                t
-                for t in children
-                if earlier.get(t.url, {}).get("parent") == parent.url and earlier[t.url].get("status") == "queued"
-            ]
-        if claimed:
-            services.queue.send(crawl, self.run_id, claimed)
+        pending = services.frontier.progress(self.run_id).pending(run.seeds)
+        if pending <= 0:
+            logger.info("run looks drained: asking the finalizer", extra=self.log)
+            services.finalize_later({"crawl": self.crawl, "run_id": self.run_id})
+
+
+def _done(entry: UrlEntry | None) -> bool:
+    return entry is not None and entry.done
+
+
+class _Part:
+    """The batch's records as one JSON Lines object; each page's lines are one contiguous block."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.body = bytearray()
+
+    def add(self, visit: _Visit) -> PageResult:
+        if not visit.records:
+            return visit.result
+        start = len(self.body)
+        for record in visit.records:
+            self.body += record_line(record).encode()
+        block = PartBlock(self.key.rsplit("/", 1)[-1].removesuffix(".jsonl"), start, len(self.body) - start)
+        return replace(visit.result, block=block)
+
+
+def _log_page(log: dict[str, str], result: PageResult) -> None:
+    if result.outcome in ("failed", "skipped"):
+        logger.warning(
+            f"page {result.outcome}",
+            extra={**log, "url": result.url, "reason": result.reason, "status": result.status},
+        )
+
+
+def _skipped(task: UrlTask, reason: str) -> PageResult:
+    return PageResult(url=task.url, depth=task.depth, origin=task.origin, outcome="skipped", reason=reason)
+
+
+async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool) -> _Visit | _Retry:
+    prior = task.prior.prior() if task.prior is not None else None
+    # Ask "changed since?" only when a 304 can stand for the records (they are in the catalog run's output).
+    conditional = (
+        prior is not None and (prior.carried or prior.records == 0) and bool(prior.etag or prior.last_modified)
+    )
+    validators = Validators(prior.etag, prior.last_modified) if conditional and prior is not None else None
+    outcome: FetchOutcome = await fetcher.fetch(task.url, validators, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
+    if isinstance(outcome, NotModified) and (prior is None or not (prior.carried or prior.records == 0)):
+        outcome = await fetcher.fetch(task.url, None, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
+    match outcome:
+        case Failed() if outcome.retryable and not last_try:
+            return _Retry(task, outcome)
+        case Failed():
+            return _Visit(task, _failed(task, outcome))
+        case Skipped():
+            return _Visit(task, _skipped(task, outcome.reason))
+        case NotModified():
+            return _Visit(task, _carried(task, prior or Prior(), outcome.validators.or_else(validators), None))
+        case Fetched():
+            return _fetched(spec, task, prior, outcome)
+
+
+def _failed(task: UrlTask, outcome: Failed) -> PageResult:
+    return PageResult(
+        url=task.url,
+        depth=task.depth,
+        origin=task.origin,
+        outcome="failed",
+        reason=outcome.reason,
+        status=outcome.status,
+    )
+
+
+def _carried(task: UrlTask, prior: Prior, validators: Validators, status: int | None) -> PageResult:
+    """A page whose records are the catalog run's (a 304, or the same body again): counted, nothing rewritten."""
+    return PageResult(
+        url=task.url,
+        depth=task.depth,
+        origin=task.origin,
+        outcome="not_modified" if status is None else "fetched",
+        status=status or 304,
+        etag=validators.etag,
+        last_modified=validators.last_modified,
+        body_hash=prior.body_hash,
+        counts=RecordCounts(unchanged=prior.records),
+        digests=prior.digests,
+        carried=prior.records > 0,
+    )
+
+
+def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched) -> _Visit:
+    body_hash = outcome.content_hash
+    if prior is not None and prior.carried and prior.body_hash == body_hash:
+        # The same bytes as the catalog run saw: the same records and links (the spec is unchanged,
+        # or the scheduler would not have said "carried"), so nothing is extracted or rewritten.
+        return _Visit(task, _carried(task, prior, outcome.validators, outcome.status))
+    extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
+    records = _unique(extraction.records)
+    packed = record_digests((r.key, r.content_hash) for r in records)
+    counts, upserts = _classify(records, prior)
+    result = PageResult(
+        url=task.url,
+        depth=task.depth,
+        origin=task.origin,
+        outcome="fetched",
+        status=outcome.status,
+        etag=outcome.validators.etag,
+        last_modified=outcome.validators.last_modified,
+        body_hash=body_hash,
+        counts=counts,
+        items=extraction.items,
+        missing={k: v for k, v in extraction.missing.items() if v},
+        rejected={k: v for k, v in extraction.rejected.items() if v},
+        digests=packed,
+    )
+    return _Visit(task, result, records, children(task, extraction.links, spec), upserts)
+
+
+def _unique(records: list[Record]) -> list[Record]:
+    """A page's records, each key once (the first), as the run's output holds them."""
+    seen: set[str] = set()
+    unique = []
+    for record in records:
+        if record.key not in seen:
+            seen.add(record.key)
+            unique.append(record)
+    return unique
+
+
+def _classify(records: list[Record], prior: Prior | None) -> tuple[RecordCounts, list[Record]]:
+    """New, changed and unchanged against the catalog run's digests of this page; the new and changed."""
+    before = unpack_digests(prior.digests) if prior is not None else {}
+    new = changed = 0
+    upserts: list[Record] = []
+    for record in records:
+        old = before.get(digest(record.key))
+        if old is None:
+            new += 1
+            upserts.append(record)
+        elif old != digest(record.content_hash):
+            changed += 1
+            upserts.append(record)
+    return RecordCounts(new, changed, len(records) - new - changed), upserts
+
+
+def monotonic_deadline(seconds: float) -> Callable[[], float]:
+    """A ``time_left`` for callers that have a budget rather than a Lambda context."""
+    end = time.monotonic() + seconds
+    return lambda: end - time.monotonic()

@@ -270,6 +270,13 @@ class Alerts(_Strict):
     max_null_rate: float | None = Field(default=None, ge=0, le=1)
 
 
+class Output(_Strict):
+    """Where a run's records go besides its JSON Lines output in S3 (or the local state folder)."""
+
+    records_table: bool = False
+    """Also keep each record key's current record in the records table (one write per new or changed record)."""
+
+
 _SCHEDULE = re.compile(r"rate\(\s*\d+\s+(minute|minutes|hour|hours|day|days)\s*\)|cron\((\S+\s+){5}\S+\)")
 
 
@@ -300,6 +307,7 @@ class CrawlSpec(_Strict):
     extract: Extract
     politeness: Politeness = Field(default_factory=Politeness)
     alerts: Alerts = Field(default_factory=Alerts)
+    output: Output = Field(default_factory=Output)
     schedule: str | None = None
 
     @field_validator("name")
@@ -310,6 +318,15 @@ class CrawlSpec(_Strict):
                 f"{value!r} is not a crawl name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit"
             )
         return value
+
+    @model_validator(mode="after")
+    def _seeds_fit(self) -> CrawlSpec:
+        if self.seeds.count() > self.follow.max_pages:
+            raise ValueError(
+                f"seeds: {self.seeds.count()} seed URLs is more than follow.max_pages ({self.follow.max_pages}); "
+                "raise max_pages or seed fewer pages"
+            )
+        return self
 
     @field_validator("seeds", mode="before")
     @classmethod

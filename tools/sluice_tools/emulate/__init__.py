@@ -1,1 +1,1 @@
-"""The local runner: the real handlers against embedded AWS (moto), with state kept between runs."""
+"""``sluice run --emulate-aws``: the real Lambda handlers on embedded AWS (moto), the event source played by threads."""

@@ -13,14 +13,14 @@ from typing import Any
 from botocore.client import BaseClient
 from infra.config import StackConfig
 
-from sluice.aws.clients import client, reset
+from sluice.adapters.aws.clients import client, reset
 from sluice.settings import Settings
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account
-LOCAL_VISIBILITY_S = 30
-"""Locally a message whose worker died returns in 30 s rather than the stack's 6 x fetcher timeout.
-Messages that fail in a handled way set their own visibility, as in AWS."""
+LOCAL_VISIBILITY_S = 900
+"""As long as a batch can take: a message is redelivered only if its worker died (messages that fail
+in a handled way set their own visibility, as in AWS)."""
 
 
 def fake_credentials() -> None:
@@ -51,7 +51,7 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": config.max_receive_count}),
         },
     )["QueueUrl"]
-    for table in (config.ledger_table, config.catalog_table):
+    for table in (config.ledger_table, config.records_table):
         ddb.create_table(
             TableName=table,
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -67,7 +67,7 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
         {
             **config.function_settings(),
             "ledger_table": config.ledger_table,
-            "catalog_table": config.catalog_table,
+            "records_table": config.records_table,
             "bucket": bucket,
             "queue_url": queue_url,
             "specs_dir": specs_dir,

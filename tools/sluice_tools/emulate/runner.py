@@ -1,45 +1,41 @@
-"""``sluice run``: one crawl run through the real handlers on embedded AWS.
+"""``sluice run --emulate-aws``: one crawl run through the real Lambda handlers on embedded AWS (moto).
 
 The runner plays the parts AWS plays in production: EventBridge (it invokes the scheduler),
-the SQS event source mapping (workers receive batches, invoke the fetcher with a real SQS
-event, delete what succeeded and leave the rest to come back after their visibility timeout,
-the queue's redrive policy moving a message to the dead-letter queue after its maximum
-receives), and Lambda's async invokes (fan-out continuations and the finalizer).
+the SQS event source mapping (worker threads receive batches, invoke the fetcher with a real
+SQS event, delete what succeeded and leave the rest to come back after their visibility
+timeout, the queue's redrive policy moving a message to the dead-letter queue after its
+maximum receives), and Lambda's async invokes (fan-out continuations and the finalizer).
+Slower than the local store (moto is an in-process emulator) and not resumable: moto's state
+is saved to the folder when a run ends. It exists so the AWS path stays runnable on demand.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, cast
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from infra.config import DEFAULT, FunctionSettings, StackConfig
 from moto import mock_aws
 
-from sluice.aws.clients import client
-from sluice.aws.ledger import RunState
-from sluice.handlers import fetcher, finalizer, runtime, scheduler
-from sluice.observability import logger
+from sluice.adapters.aws.clients import client
+from sluice.domain.layout import manifest_key, records_prefix, summary_key
+from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 from sluice_tools.emulate import state
 from sluice_tools.emulate.context import LocalContext
 from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
+from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
 RUN_TIME_LIMIT_S = 3600.0
-"""A local run that has not drained in an hour is stopped and finalized as unfinished."""
-
-Progress = Callable[[RunState], None]
+"""An emulated run that has not drained in an hour is stopped and finalized as unfinished."""
 
 
 @dataclass
@@ -50,19 +46,8 @@ class _Triggers:
     start: deque[dict[str, object]] = field(default_factory=deque)
 
 
-@dataclass
-class LocalRun:
-    """What a local run produced."""
-
-    crawl: str
-    run_id: str
-    summary: dict[str, Any]
-    dead_letters: list[dict[str, Any]]
-    outputs: dict[str, str]
-
-
-class LocalRunner:
-    """Runs crawls of the specs in one folder against moto, with state kept in ``state_dir``."""
+class EmulatedRunner:
+    """Runs crawls of the specs in one folder against moto, with moto's state kept in ``state_dir``."""
 
     def __init__(
         self,
@@ -73,17 +58,14 @@ class LocalRunner:
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
     ) -> None:
-        self.specs_dir = specs_dir
-        self.state_dir = state_dir
-        self.workers = workers
-        self.allow_loopback = allow_loopback
-        self.config = config
+        self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
+        self.allow_loopback, self.config = allow_loopback, config
 
     def run(self, spec: CrawlSpec, progress: Progress | None = None) -> LocalRun:
         """Run ``spec`` once; the functions' JSON logs and EMF metrics go to ``state_dir/logs/``."""
         logs = self.state_dir / "logs" / f"{spec.name}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
         logs.parent.mkdir(parents=True, exist_ok=True)
-        with _exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, _logs_to(sink):
+        with exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, logs_to(sink):
             result = self._run_on_moto(spec, progress)
         named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")  # the run id is known only now
         logs.replace(named)
@@ -96,39 +78,43 @@ class LocalRunner:
             settings = create_resources(self.config, self.specs_dir, allow_loopback=self.allow_loopback)
             state.load(settings, self.state_dir)
             triggers = _Triggers()
-            services = Services.build(
+            services = bootstrap.aws_services(
                 settings, finalize_later=triggers.finalize.append, continue_start=triggers.start.append
             )
-            runtime.install(services)
+            bootstrap.install(services)
             try:
                 self._close_interrupted(services, spec.name)
                 result = self._run(spec, services, triggers, progress)
             finally:
-                runtime.reset()
+                bootstrap.reset()
                 state.save(settings, self.state_dir)
         return result
 
     def _close_interrupted(self, services: Services, crawl: str) -> None:
-        """A lock left by an interrupted local run: that run can never finish, so finalize it as unfinished."""
+        """A lock left by an interrupted emulated run: that run can never finish, so finalize it as unfinished."""
         lock = services.ledger.active_run(crawl)
         if lock is not None:
-            finalize_run(crawl, lock["run_id"], services, force=True)
+            finalize_run(crawl, lock.run_id, services, force=True)
 
     def _run(self, spec: CrawlSpec, services: Services, triggers: _Triggers, progress: Progress | None) -> LocalRun:
         answer = scheduler.handler({"crawl": spec.name}, self._context(self.config.scheduler))
         run_id = str(answer["run_id"])
         self._drain(services, triggers, spec.name, run_id, progress)
         run = services.ledger.get_run(spec.name, run_id)
-        if run is not None and run.status == "running":
+        if run is not None and run.status != "finished":
             # Nothing left in the queue yet URLs pending: they went to the dead-letter queue.
             finalize_run(spec.name, run_id, services, force=True)
-        summary_key = services.objects.summary_key(spec.name, run_id)
-        summary = json.loads(client("s3").get_object(Bucket=services.settings.bucket, Key=summary_key)["Body"].read())
+        key = summary_key(spec.name, run_id)
+        raw = services.objects.get(key)
+        if raw is None:
+            raise RuntimeError(f"run {run_id} ended without a summary at {key}")
+        summary = json.loads(raw)
         dead = self._dead_letters()
         summary["dead_letters"] = len(dead)
         outputs = {
-            "records": str(state.object_path(self.state_dir, services.objects.records_key(spec.name, run_id))),
-            "summary": str(state.object_path(self.state_dir, summary_key)),
+            "records": str(state.object_path(self.state_dir, records_prefix(spec.name, run_id))),
+            "manifest": str(state.object_path(self.state_dir, manifest_key(spec.name, run_id))),
+            "summary": str(state.object_path(self.state_dir, key)),
         }
         return LocalRun(spec.name, run_id, summary, dead, outputs)
 
@@ -158,12 +144,14 @@ class LocalRunner:
                     finalizer.handler(triggers.finalize.popleft(), self._context(self.config.finalizer))
                 run = services.ledger.get_run(crawl, run_id)
                 if progress is not None and run is not None:
-                    progress(run)
+                    p = services.frontier.progress(run_id)
+                    progress(RunView(p.done, run.seeds + p.claimed, p.records, p.failed))
                 if run is None or run.status != "running":
                     break
                 with lock:
                     idle = busy[0] == 0
                 if idle and not triggers.finalize and self._queue_empty(services):
+                    finalizer.handler({"crawl": crawl, "run_id": run_id}, self._context(self.config.finalizer))
                     break
                 time.sleep(0.05)
         finally:
@@ -175,13 +163,18 @@ class LocalRunner:
 
     def _queue_empty(self, services: Services) -> bool:
         attributes = client("sqs").get_queue_attributes(
-            QueueUrl=services.settings.queue_url,
+            QueueUrl=self._queue_url(services),
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         )["Attributes"]
         return (
             int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
             == 0
         )
+
+    @staticmethod
+    def _queue_url(services: Services) -> str:
+        url: str = getattr(services.queue, "queue_url")  # noqa: B009 - the SQS adapter's, by name
+        return url
 
     def _work(
         self,
@@ -193,7 +186,7 @@ class LocalRunner:
     ) -> None:
         """One stand-in for a fetcher container fed by the event source mapping."""
         sqs = client("sqs")
-        queue_url = services.settings.queue_url
+        queue_url = self._queue_url(services)
         try:
             while not stop.is_set():
                 with lock:
@@ -244,39 +237,6 @@ class LocalRunner:
             for message in batch:
                 seen[message["MessageId"]] = {"message_id": message["MessageId"], "body": message["Body"][:500]}
         return list(seen.values())
-
-
-class StateInUse(RuntimeError):
-    """Another local run holds the state folder: two runs on one folder would overwrite each other's state."""
-
-
-@contextmanager
-def _exclusive(folder: Path) -> Iterator[None]:
-    """Hold the state folder's lock for the whole run, or refuse at once."""
-    with (folder / ".lock").open("w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StateInUse(f"another sluice run is using {folder}/ (pass a different --state)") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-@contextmanager
-def _logs_to(sink: TextIO) -> Iterator[None]:
-    """Send the functions' log lines (Powertools Logger) and EMF documents (printed) to ``sink``."""
-    handler = logger.registered_handler
-    if not isinstance(handler, logging.StreamHandler):
-        raise TypeError(f"expected Powertools' stream handler, got {handler!r}")
-    previous = handler.stream
-    handler.setStream(sink)
-    try:
-        with redirect_stdout(sink):
-            yield
-    finally:
-        handler.setStream(previous)
 
 
 def sqs_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Local state between runs: the tables and the bucket, saved to a folder after a run and loaded before the next.
+"""Emulated state between runs: moto's tables and bucket, saved to a folder after a run and loaded before the next.
 
 That is what lets a second local run send conditional requests and compare its record count
 with the first, as a deployed crawl does.
@@ -11,16 +11,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sluice.aws.clients import client
+from sluice.adapters.aws.clients import client
 from sluice.settings import Settings
 
 
 def _tables(settings: Settings) -> tuple[str, ...]:
-    return (settings.ledger_table, settings.catalog_table)
+    return (settings.ledger_table, *([settings.records_table] if settings.records_table else []))
 
 
 def save(settings: Settings, folder: Path) -> None:
-    """Write both tables (URL claims excepted: they only matter while a run is in flight) and every object."""
+    """Write the tables (a run's URL entries included: the next run seeds from them) and every object."""
     ddb, s3 = client("dynamodb"), client("s3")
     (folder / "dynamodb").mkdir(parents=True, exist_ok=True)
     for table in _tables(settings):
@@ -29,8 +29,7 @@ def save(settings: Settings, folder: Path) -> None:
         with tmp.open("w", encoding="utf-8") as out:
             for page in ddb.get_paginator("scan").paginate(TableName=table):
                 for item in page["Items"]:
-                    if not item["pk"]["S"].startswith("claims#"):
-                        out.write(json.dumps(_binary_as_text(item), sort_keys=True) + "\n")
+                    out.write(json.dumps(_binary_as_text(item), sort_keys=True) + "\n")
         tmp.replace(path)
     root = folder / "s3"
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=settings.bucket):

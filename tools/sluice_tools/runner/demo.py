@@ -16,8 +16,9 @@ from pathlib import Path
 
 from sluice.spec import load_spec
 from sluice_tools.demosite import running_demo_site
-from sluice_tools.emulate.report import as_text, progress_bar
-from sluice_tools.emulate.runner import LocalRun, LocalRunner
+from sluice_tools.runner.local import LocalFleet
+from sluice_tools.runner.session import LocalRun
+from sluice_tools.runner.summary import as_text, progress_bar
 
 DEMO_PORT = 8710
 
@@ -44,8 +45,11 @@ def run_demo(spec_path: Path, state_dir: Path, *, port: int = 0, say: Callable[[
     with running_demo_site(port=port, changed_fraction=0.01) as site:
         spec_path = _point_at(spec_path, site.port, state_dir / "crawls")
         spec = load_spec(spec_path)
-        runner = LocalRunner(spec_path.parent, state_dir, workers=4, allow_loopback=True)
-        say(f"demo site serving on {site.base_url} (127.0.0.1 only); AWS is moto, in this process\n")
+        runner = LocalFleet(spec_path.parent, state_dir, workers=4, allow_loopback=True, say=say)
+        say(
+            f"demo site serving on {site.base_url} (127.0.0.1 only); "
+            f"state in {state_dir}/ (SQLite and files, as the stack keeps it in DynamoDB and S3)\n"
+        )
         for night in NIGHTS:
             site.set_catalogue(version=night.version, broken_selector=night.broken_selector, changed_fraction=0.01)
             say(f"== {night.title}")

@@ -9,9 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sluice.aws.ledger import RunState
-from sluice_tools.emulate.runner import LocalRun
-from sluice_tools.emulate.runner import Progress as ProgressFn
+from sluice_tools.runner.session import LocalRun, RunView
+from sluice_tools.runner.session import Progress as ProgressFn
 
 
 @contextmanager
@@ -29,9 +28,8 @@ def progress_bar(crawl: str, *, enabled: bool) -> Iterator[ProgressFn]:
     with bar:
         task = bar.add_task(crawl, total=None, records=0, errors=0)
 
-        def show(run: RunState) -> None:
-            c = run.counters
-            bar.update(task, completed=c["done"], total=max(c["enqueued"], 1), records=run.records, errors=c["failed"])
+        def show(run: RunView) -> None:
+            bar.update(task, completed=run.done, total=max(run.enqueued, 1), records=run.records, errors=run.failed)
 
         yield show
 
@@ -46,6 +44,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "pages": {k: s["pages"][k] for k in ("fetched", "not_modified", "failed", "skipped")},
         "records": {k: s["records"][k] for k in ("total", "new", "changed", "unchanged")},
         "dead_letters": len(run.dead_letters),
+        "resumed": run.resumed,
         "verdict": {"healthy": s["verdict"]["healthy"], "alerts": s["verdict"]["alerts"]},
         "null_rates": s["null_rates"],
         "failures": s["failures"],
@@ -59,12 +58,17 @@ def as_json(run: LocalRun) -> dict[str, Any]:
 def as_text(run: LocalRun) -> str:
     s = run.summary
     p, r, v = s["pages"], s["records"], s["verdict"]
-    lines = [
+    lines = [f"({run.resumed})"] if run.resumed else []
+    lines += [
         f"run {run.run_id} of {run.crawl}: {s['status']}, {'HEALTHY' if v['healthy'] else 'UNHEALTHY'}",
         f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, failed {p['failed']}, "
         f"skipped {p['skipped']}",
         f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
     ]
+    if p.get("pending"):
+        lines.append(f"  pending  {p['pending']} page(s) never finished")
+    if r.get("duplicates_dropped"):
+        lines.append(f"  output   {r['duplicates_dropped']} record(s) also found on another page written once")
     previous = s.get("previous_run")
     if previous:
         lines.append(f"  previous run {previous['run_id']}: {previous['records']} records")

@@ -1,0 +1,139 @@
+"""A run's URLs in the DynamoDB ledger table: link claims, each URL's counting write, progress shards.
+
+Every write here is a single-item write: no transaction, so nothing on the per-page path can
+be cancelled by ``TransactionConflict``, and no item is written by every page. A URL item takes
+one write when a link is claimed and one when its result is written (a seed only the second);
+duplicates that lose a condition cost one write each, which is why links are deduplicated
+before they get here.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from sluice.adapters.aws import keys
+from sluice.adapters.aws.batch import batch_get
+from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.items import from_item, to_item
+from sluice.domain.pages import PageResult, UrlEntry, url_hash
+from sluice.domain.runs import Progress
+from sluice.messages import UrlTask
+
+QUEUED, DONE = "q", "d"
+
+
+class DynamoFrontier:
+    """:class:`sluice.ports.Frontier` on the ledger table."""
+
+    def __init__(self, table: str, *, ttl_days: int, writers: int = 16) -> None:
+        self.table = table
+        self._ttl_s = ttl_days * 86400
+        self._db = client("dynamodb")
+        self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="frontier")
+        self._rng = random.Random()  # noqa: S311 - spreads writes over shards, nothing secret
+
+    def entries(self, run_id: str, url_hashes: Sequence[str]) -> dict[str, UrlEntry]:
+        # Eventually consistent (half the price): a URL missed here is fetched again and its write loses.
+        found = batch_get(
+            self._db, self.table, [to_item(keys.url(run_id, h)) for h in dict.fromkeys(url_hashes)], consistent=False
+        )
+        return {entry.url_hash: entry for entry in map(_entry, found)}
+
+    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> list[UrlTask]:
+        # The cap is checked against the progress hint: concurrent fetchers can pass it by one batch's links each.
+        room = max_pages - seeds - self.progress(run_id).claimed
+        tasks = list(tasks)[: max(0, room)]
+        expires = int(time.time()) + self._ttl_s
+        won = self._pool.map(lambda t: self._claim_one(run_id, t, expires), tasks)
+        return [task for task, ok in zip(tasks, won, strict=True) if ok]
+
+    def _claim_one(self, run_id: str, task: UrlTask, expires: int) -> bool:
+        item = {
+            **keys.url(run_id, url_hash(task.url)),
+            "u": task.url,
+            "d": task.depth,
+            "g": "l",
+            "s": QUEUED,
+            "t": expires,
+            **({"p": task.parent} if task.parent else {}),
+        }
+        return self._put_if(item, "attribute_not_exists(pk)", {})
+
+    def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
+        expires = int(time.time()) + self._ttl_s
+
+        def write(result: PageResult) -> bool:
+            item = {**keys.url(run_id, url_hash(result.url)), **result.to_plain(), "s": DONE, "t": expires}
+            # Counted once: a seed's first result creates its item; a link's replaces its claim.
+            return self._put_if(item, "attribute_not_exists(pk) OR #s = :q", {":q": QUEUED}, names={"#s": "s"})
+
+        return list(self._pool.map(write, results))
+
+    def _put_if(
+        self, item: dict[str, Any], condition: str, values: dict[str, Any], names: dict[str, str] | None = None
+    ) -> bool:
+        request: dict[str, Any] = {"TableName": self.table, "Item": to_item(item), "ConditionExpression": condition}
+        if values:
+            request["ExpressionAttributeValues"] = to_item(values)
+        if names:
+            request["ExpressionAttributeNames"] = names
+        try:
+            self._db.put_item(**request)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def scan(self, run_id: str) -> Iterator[UrlEntry]:
+        paginator = self._db.get_paginator("query")
+        for partition in range(keys.URL_PARTITIONS):  # partition H holds hashes starting with H: hash order
+            pages = paginator.paginate(
+                TableName=self.table,
+                KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues=to_item({":p": keys.url_partition(run_id, partition)}),
+                ConsistentRead=True,
+            )
+            for page in pages:
+                yield from map(_entry, page["Items"])
+
+    def add_progress(self, run_id: str, delta: Progress) -> None:
+        values = {":c": delta.claimed, ":d": delta.done, ":r": delta.records, ":f": delta.failed}
+        self._db.update_item(
+            TableName=self.table,
+            Key=to_item(keys.progress(run_id, self._rng.randrange(keys.PROGRESS_SHARDS))),
+            UpdateExpression="ADD claimed :c, done :d, records :r, failed :f",
+            ExpressionAttributeValues=to_item(values),
+        )
+
+    def progress(self, run_id: str) -> Progress:
+        shards = [to_item(keys.progress(run_id, n)) for n in range(keys.PROGRESS_SHARDS)]
+        total = Progress()
+        for raw in batch_get(self._db, self.table, shards, consistent=False):
+            item = from_item(raw)
+            total += Progress(
+                int(item.get("claimed", 0)),
+                int(item.get("done", 0)),
+                int(item.get("records", 0)),
+                int(item.get("failed", 0)),
+            )
+        return total
+
+
+def _entry(raw: dict[str, Any]) -> UrlEntry:
+    item = from_item(raw)
+    done = item.get("s") == DONE
+    return UrlEntry(
+        url_hash=item["sk"],
+        url=item["u"],
+        depth=int(item["d"]),
+        origin="seed" if item["g"] == "s" else "link",
+        parent=item.get("p"),
+        result=PageResult.from_plain(item) if done else None,
+    )

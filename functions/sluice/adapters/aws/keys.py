@@ -1,0 +1,65 @@
+"""Every DynamoDB key the pipeline writes, in one place (``pk``, ``sk``), with who writes it how often.
+
+Ledger table:
+
+- ``crawl#NAME`` / ``run#RUN_ID``: a run. Written a handful of times per run (open, seeds
+  planned, seeded, checked, finalizing, finished).
+- ``active`` / ``NAME``: the crawl's lock, taken with the run (one transaction, once per run).
+- ``progress#RUN_ID`` / ``NN``: 16 progress shards; each fetcher invocation adds its batch to
+  one shard chosen at random, so a shard takes 1/16th of the invocation rate.
+- ``url#RUN_ID#H`` / ``URL_HASH``: one URL of a run, in 16 partitions by the hash's first hex
+  digit (``H``). A link's claim creates it; the URL's result replaces it once. A seed has no
+  item until its result.
+
+Records table (only for specs with ``output.records_table``):
+
+- ``rec#NAME`` / ``RECORD_KEY`` (a hash when the key is long): a record's current content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+PROGRESS_SHARDS = 16
+URL_PARTITIONS = 16
+_MAX_SORT_KEY = 512
+
+Key = dict[str, str]
+
+
+def run(crawl: str, run_id: str) -> Key:
+    return {"pk": f"crawl#{crawl}", "sk": f"run#{run_id}"}
+
+
+def runs_of(crawl: str) -> str:
+    return f"crawl#{crawl}"
+
+
+def run_sort_key(run_id: str) -> str:
+    return f"run#{run_id}"
+
+
+LOCK_PK = "active"
+
+
+def lock(crawl: str) -> Key:
+    return {"pk": LOCK_PK, "sk": crawl}
+
+
+def progress(run_id: str, shard: int) -> Key:
+    return {"pk": f"progress#{run_id}", "sk": f"{shard:02d}"}
+
+
+def url_partition(run_id: str, partition: int) -> str:
+    return f"url#{run_id}#{partition:x}"
+
+
+def url(run_id: str, url_hash: str) -> Key:
+    return {"pk": url_partition(run_id, int(url_hash[0], 16)), "sk": url_hash}
+
+
+def record(crawl: str, record_key: str) -> Key:
+    """The record key itself when short enough, else a hash of it."""
+    encoded = record_key.encode()
+    sort_key = record_key if len(encoded) <= _MAX_SORT_KEY else "sha256:" + hashlib.sha256(encoded).hexdigest()
+    return {"pk": f"rec#{crawl}", "sk": sort_key}

@@ -1,0 +1,105 @@
+"""Objects in one S3 bucket: :class:`sluice.ports.ObjectStore` (key layout: ``sluice.domain.layout``)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from sluice.adapters.aws.clients import client
+
+PART_BYTES = 16 * 1024 * 1024
+"""Multipart upload parts: S3 wants at least 5 MiB but the last; memory stays bounded either way."""
+_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+class S3Objects:
+    """:class:`sluice.ports.ObjectStore` on one bucket.
+
+    A missing key reads as None. S3 answers a missing key with 404 only to a role that may list
+    the bucket (without ``s3:ListBucket`` it is 403 AccessDenied): the stack grants listing on
+    the prefixes each function reads, and a 403 here is an error, never "missing".
+    """
+
+    def __init__(self, bucket: str) -> None:
+        self.bucket = bucket
+        self._s3 = client("s3")
+
+    def put(self, key: str, body: bytes, content_type: str) -> None:
+        self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            body: bytes = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                return None
+            raise
+        return body
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        answer = self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{start + length - 1}")
+        body: bytes = answer["Body"].read()
+        return body
+
+    def writer(self, key: str, content_type: str) -> MultipartWriter:
+        return MultipartWriter(self._s3, self.bucket, key, content_type)
+
+    def location(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+
+class MultipartWriter:
+    """A streaming upload: one PUT when small, parts of bounded size when large; visible only once closed."""
+
+    def __init__(self, s3: Any, bucket: str, key: str, content_type: str) -> None:
+        self._s3, self._bucket, self._key, self._type = s3, bucket, key, content_type
+        self._buffer = io.BytesIO()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self._size = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def write(self, data: bytes) -> None:
+        self._buffer.write(data)
+        self._size += len(data)
+        if self._buffer.tell() >= PART_BYTES:
+            self._flush_part()
+
+    def _flush_part(self) -> None:
+        if self._upload_id is None:
+            self._upload_id = self._s3.create_multipart_upload(
+                Bucket=self._bucket, Key=self._key, ContentType=self._type
+            )["UploadId"]
+        number = len(self._parts) + 1
+        answer = self._s3.upload_part(
+            Bucket=self._bucket,
+            Key=self._key,
+            UploadId=self._upload_id,
+            PartNumber=number,
+            Body=self._buffer.getvalue(),
+        )
+        self._parts.append({"ETag": answer["ETag"], "PartNumber": number})
+        self._buffer = io.BytesIO()
+
+    def close(self) -> None:
+        if self._upload_id is None:
+            self._s3.put_object(
+                Bucket=self._bucket, Key=self._key, Body=self._buffer.getvalue(), ContentType=self._type
+            )
+            return
+        if self._buffer.tell():
+            self._flush_part()
+        self._s3.complete_multipart_upload(
+            Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, MultipartUpload={"Parts": self._parts}
+        )
+
+    def abort(self) -> None:
+        if self._upload_id is not None:
+            self._s3.abort_multipart_upload(Bucket=self._bucket, Key=self._key, UploadId=self._upload_id)

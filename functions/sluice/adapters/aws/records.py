@@ -1,0 +1,60 @@
+"""The records table: each key's current record, for specs that switch it on (``output.records_table``).
+
+Only new and changed records are written (the fetcher tells them apart by the digests the
+catalog run left), 25 to a ``BatchWriteItem``: one write unit per record of up to 1 KB.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sluice.adapters.aws import keys
+from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.items import from_item, to_item
+from sluice.extraction.extract import Record
+
+_BATCH = 25
+_RETRIES = 8
+
+
+class DynamoRecords:
+    """:class:`sluice.ports.RecordsTable` on its own table."""
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+        self._db = client("dynamodb")
+
+    def upsert(self, crawl: str, run_id: str, records: Sequence[Record]) -> None:
+        for start in range(0, len(records), _BATCH):
+            puts = [
+                {
+                    "PutRequest": {
+                        "Item": to_item(
+                            {
+                                **keys.record(crawl, r.key),
+                                "record_key": r.key,
+                                "content_hash": r.content_hash,
+                                "data": json.dumps(r.data, ensure_ascii=False, sort_keys=True),
+                                "run_id": run_id,
+                                "page": r.page_url,
+                            }
+                        )
+                    }
+                }
+                for r in records[start : start + _BATCH]
+            ]
+            request: dict[str, Any] = {self.table: puts}
+            for attempt in range(_RETRIES):
+                request = self._db.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+                if not request:
+                    break
+                time.sleep(min(1.0, 0.05 * 2**attempt))
+            else:
+                raise RuntimeError(f"{self.table}: records still unprocessed after {_RETRIES} tries")
+
+    def get(self, crawl: str, key: str) -> Mapping[str, object] | None:
+        answer = self._db.get_item(TableName=self.table, Key=to_item(keys.record(crawl, key)))
+        return from_item(answer["Item"]) if "Item" in answer else None

@@ -1,0 +1,124 @@
+"""A run's URLs in SQLite: :class:`sluice.ports.Frontier` with exact counts (one transaction per batch)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sluice.adapters.local.store import Database
+from sluice.domain.pages import PageResult, UrlEntry, url_hash
+from sluice.domain.runs import Progress
+from sluice.messages import UrlTask
+
+_PAGE = 1_000
+"""Rows per read while scanning: the lock is released between pages, so workers keep going."""
+
+
+class SqliteFrontier:
+    """:class:`sluice.ports.Frontier` on SQLite. Progress is counted, not reported: it is exact."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def entries(self, run_id: str, url_hashes: Sequence[str]) -> dict[str, UrlEntry]:
+        found: dict[str, UrlEntry] = {}
+        hashes = list(dict.fromkeys(url_hashes))
+        with self._db.reading() as db:
+            for start in range(0, len(hashes), 500):
+                chunk = hashes[start : start + 500]
+                rows = db.execute(
+                    f"SELECT url_hash, url, depth, origin, parent, result FROM urls "  # noqa: S608 - placeholders only
+                    f"WHERE run_id = ? AND url_hash IN ({','.join('?' * len(chunk))})",
+                    (run_id, *chunk),
+                ).fetchall()
+                found |= {row[0]: _entry(row) for row in rows}
+        return found
+
+    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> list[UrlTask]:
+        won: list[UrlTask] = []
+        with self._db.transaction() as db:
+            (links,) = db.execute(
+                "SELECT COUNT(*) FROM urls WHERE run_id = ? AND origin = 'link'", (run_id,)
+            ).fetchone()
+            room = max_pages - seeds - links  # exact: counted in the same transaction as the inserts
+            for task in tasks:
+                if len(won) >= room:
+                    break
+                inserted = db.execute(
+                    "INSERT INTO urls (run_id, url_hash, url, depth, origin, parent) VALUES (?, ?, ?, ?, 'link', ?) "
+                    "ON CONFLICT DO NOTHING RETURNING url_hash",
+                    (run_id, url_hash(task.url), task.url, task.depth, task.parent),
+                ).fetchone()
+                if inserted is not None:
+                    won.append(task)
+        return won
+
+    def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
+        counted: list[bool] = []
+        with self._db.transaction() as db:
+            for result in results:
+                row = db.execute(
+                    "INSERT INTO urls (run_id, url_hash, url, depth, origin, done, outcome, records, result) "
+                    "VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) "
+                    "ON CONFLICT (run_id, url_hash) DO UPDATE SET done = 1, outcome = excluded.outcome, "
+                    "records = excluded.records, result = excluded.result WHERE urls.done = 0 "
+                    "RETURNING url_hash",
+                    (
+                        run_id,
+                        url_hash(result.url),
+                        result.url,
+                        result.depth,
+                        result.origin,
+                        result.outcome,
+                        result.records,
+                        _dump(result),
+                    ),
+                ).fetchone()
+                counted.append(row is not None)
+        return counted
+
+    def scan(self, run_id: str) -> Iterator[UrlEntry]:
+        last = ""
+        while True:
+            with self._db.reading() as db:
+                rows = db.execute(
+                    "SELECT url_hash, url, depth, origin, parent, result FROM urls "
+                    "WHERE run_id = ? AND url_hash > ? ORDER BY url_hash LIMIT ?",
+                    (run_id, last, _PAGE),
+                ).fetchall()
+            if not rows:
+                return
+            yield from map(_entry, rows)
+            last = rows[-1][0]
+
+    def add_progress(self, run_id: str, delta: Progress) -> None:
+        """Nothing to report: :meth:`progress` counts the run's URLs themselves."""
+
+    def progress(self, run_id: str) -> Progress:
+        with self._db.reading() as db:
+            claimed, done, records, failed = db.execute(
+                "SELECT COUNT(*) FILTER (WHERE origin = 'link'), COALESCE(SUM(done), 0), COALESCE(SUM(records), 0), "
+                "COUNT(*) FILTER (WHERE outcome = 'failed') FROM urls WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+        return Progress(claimed=claimed, done=done, records=records, failed=failed)
+
+
+def _dump(result: PageResult) -> str:
+    plain = result.to_plain()
+    if "k" in plain:
+        plain["k"] = base64.b64encode(plain["k"]).decode()
+    return json.dumps(plain, separators=(",", ":"))
+
+
+def _entry(row: tuple[Any, ...]) -> UrlEntry:
+    hash_, url, depth, origin, parent, raw = row
+    result = None
+    if raw is not None:
+        plain = json.loads(raw)
+        if "k" in plain:
+            plain["k"] = base64.b64decode(plain["k"])
+        result = PageResult.from_plain(plain)
+    return UrlEntry(url_hash=hash_, url=url, depth=depth, origin=origin, parent=parent, result=result)

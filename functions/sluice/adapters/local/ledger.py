@@ -1,0 +1,142 @@
+"""Runs and crawl locks in the state folder's SQLite file: :class:`sluice.ports.RunLedger` for ``sluice run``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sluice.adapters.local.store import Database
+from sluice.domain.runs import RunInFlight, RunLock, RunState, iso, new_run_id
+
+
+class SqliteRunLedger:
+    """:class:`sluice.ports.RunLedger` on SQLite (the lock and the run are created in one transaction)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def open_run(
+        self,
+        crawl: str,
+        spec_digest: str,
+        deadline: timedelta,
+        *,
+        trigger: str | None,
+        catalog_run: str | None,
+        run_id: str | None = None,
+    ) -> RunState:
+        now = datetime.now(UTC)
+        state = RunState(
+            crawl=crawl,
+            run_id=run_id or new_run_id(now),
+            status="running",
+            started_at=iso(now),
+            deadline=iso(now + deadline),
+            spec_digest=spec_digest,
+            catalog_run=catalog_run,
+            trigger=trigger,
+        )
+        with self._db.transaction() as db:
+            holder = db.execute("SELECT run_id, started_at, deadline FROM locks WHERE crawl = ?", (crawl,)).fetchone()
+            if holder is not None and holder[2] >= iso(now):
+                raise RunInFlight(
+                    f"crawl {crawl!r} already has run {holder[0]} in flight since {holder[1]} (deadline {holder[2]}); "
+                    "a second run is refused until it finishes or passes its deadline"
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO locks (crawl, run_id, started_at, deadline, trigger) VALUES (?, ?, ?, ?, ?)",
+                (crawl, state.run_id, state.started_at, state.deadline, trigger),
+            )
+            db.execute("INSERT INTO runs (crawl, run_id, state) VALUES (?, ?, ?)", (crawl, state.run_id, _dump(state)))
+        return state
+
+    def get_run(self, crawl: str, run_id: str) -> RunState | None:
+        with self._db.reading() as db:
+            row = db.execute("SELECT state FROM runs WHERE crawl = ? AND run_id = ?", (crawl, run_id)).fetchone()
+        return _load(row[0]) if row else None
+
+    def active_run(self, crawl: str) -> RunLock | None:
+        with self._db.reading() as db:
+            row = db.execute(
+                "SELECT crawl, run_id, started_at, deadline, trigger FROM locks WHERE crawl = ?", (crawl,)
+            ).fetchone()
+        return RunLock(*row) if row else None
+
+    def active_runs(self) -> list[RunLock]:
+        with self._db.reading() as db:
+            rows = db.execute(
+                "SELECT crawl, run_id, started_at, deadline, trigger FROM locks ORDER BY crawl"
+            ).fetchall()
+        return [RunLock(*row) for row in rows]
+
+    def latest_finished(self, crawl: str, before_run_id: str | None = None) -> RunState | None:
+        with self._db.reading() as db:
+            rows = db.execute(
+                "SELECT state FROM runs WHERE crawl = ? AND run_id < ? ORDER BY run_id DESC",
+                (crawl, before_run_id or "\uffff"),
+            ).fetchall()
+        for (raw,) in rows:
+            run = _load(raw)
+            if run.status == "finished":
+                return run
+        return None
+
+    def set_seeds(self, crawl: str, run_id: str, seeds: int) -> None:
+        self._change(crawl, run_id, seeds=seeds)
+
+    def fanned_out(self, crawl: str, run_id: str, offset: int) -> None:
+        self._change(crawl, run_id, fanned_out=offset)
+
+    def seeded(self, crawl: str, run_id: str) -> RunState | None:
+        return self._change(crawl, run_id, seeding=False)
+
+    def checked(self, crawl: str, run_id: str) -> None:
+        self._change(crawl, run_id, checked_at=iso(datetime.now(UTC)))
+
+    def begin_finalizing(self, crawl: str, run_id: str) -> bool:
+        changed = self._change(crawl, run_id, when="running", status="finalizing", finalizing_at=iso(datetime.now(UTC)))
+        return changed is not None
+
+    def finish(self, crawl: str, run_id: str, *, healthy: bool, records: int, summary_key: str) -> None:
+        with self._db.transaction() as db:
+            self._change_in(
+                db,
+                crawl,
+                run_id,
+                None,
+                {
+                    "status": "finished",
+                    "finished_at": iso(datetime.now(UTC)),
+                    "healthy": healthy,
+                    "records": records,
+                    "summary_key": summary_key,
+                },
+            )
+            db.execute("DELETE FROM locks WHERE crawl = ? AND run_id = ?", (crawl, run_id))
+
+    def _change(self, crawl: str, run_id: str, *, when: str | None = None, **changes: Any) -> RunState | None:
+        with self._db.transaction() as db:
+            return self._change_in(db, crawl, run_id, when, changes)
+
+    @staticmethod
+    def _change_in(db: Any, crawl: str, run_id: str, when: str | None, changes: dict[str, Any]) -> RunState | None:
+        """Change a run (only if its status is ``when``, when given); the run as changed, or None."""
+        row = db.execute("SELECT state FROM runs WHERE crawl = ? AND run_id = ?", (crawl, run_id)).fetchone()
+        if row is None:
+            return None
+        run = _load(row[0])
+        if when is not None and run.status != when:
+            return None
+        run = dataclasses.replace(run, **changes)
+        db.execute("UPDATE runs SET state = ? WHERE crawl = ? AND run_id = ?", (_dump(run), crawl, run_id))
+        return run
+
+
+def _dump(run: RunState) -> str:
+    return json.dumps(dataclasses.asdict(run), sort_keys=True)
+
+
+def _load(raw: str) -> RunState:
+    return RunState(**json.loads(raw))

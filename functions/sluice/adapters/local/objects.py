@@ -1,0 +1,76 @@
+"""Objects as files under the state folder, at the same keys S3 would hold them.
+
+Every object appears whole or not at all: written to a temporary file beside it, flushed to
+disk, then renamed into place, so a run killed mid-write never leaves a torn part or output.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import BinaryIO
+
+
+class FileObjects:
+    """:class:`sluice.ports.ObjectStore` on a folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise ValueError(f"object key {key!r} leaves the state folder")
+        return path
+
+    def put(self, key: str, body: bytes, content_type: str) -> None:
+        writer = self.writer(key, content_type)
+        writer.write(body)
+        writer.close()
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return self.path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        with self.path(key).open("rb") as handle:
+            handle.seek(start)
+            return handle.read(length)
+
+    def writer(self, key: str, content_type: str) -> FileWriter:
+        return FileWriter(self.path(key))
+
+    def location(self, key: str) -> str:
+        return str(self.root / key)
+
+
+class FileWriter:
+    """Writes to ``NAME.tmp-UUID``; :meth:`close` makes it durable and renames it to ``NAME``."""
+
+    def __init__(self, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._target = target
+        self._tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:8]}")
+        self._handle: BinaryIO = self._tmp.open("wb")
+        self._size = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def write(self, data: bytes) -> None:
+        self._handle.write(data)
+        self._size += len(data)
+
+    def close(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        os.replace(self._tmp, self._target)
+
+    def abort(self) -> None:
+        self._handle.close()
+        self._tmp.unlink(missing_ok=True)

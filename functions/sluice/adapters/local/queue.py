@@ -1,0 +1,127 @@
+"""The frontier queue in SQLite, with SQS's semantics where a run depends on them.
+
+Visibility timeouts, receive counts, receipt handles that change on every receive (a stale one
+deletes nothing), and a dead-letter table a message moves to when a receive finds it already
+received ``max_receive_count`` times, as SQS's redrive policy does. Unlike SQS it can receive
+one run's messages only: a state folder may hold another crawl's interrupted run, left for its
+own resume.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sluice.adapters.local.store import Database
+from sluice.messages import UrlTask, pack
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    message_id: str
+    receipt: str
+    body: str
+    receive_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDepth:
+    visible: int
+    in_flight: int
+    dead: int
+
+
+class SqliteQueue:
+    """:class:`sluice.ports.WorkQueue` on SQLite, plus what the local runner plays the event source with."""
+
+    def __init__(self, db: Database, *, urls_per_message: int = 10, max_receive_count: int = 5) -> None:
+        self._db = db
+        self.urls_per_message = urls_per_message
+        self.max_receive_count = max_receive_count
+
+    def send(self, crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
+        return self.send_bodies(run_id, list(pack(crawl, run_id, tasks, self.urls_per_message)))
+
+    def send_bodies(self, run_id: str, bodies: Sequence[str], *, delay_s: float = 0.0) -> int:
+        """Enqueue bodies as they are (tests send malformed ones this way)."""
+        now = time.time()
+        with self._db.transaction() as db:
+            db.executemany(
+                "INSERT INTO queue (run_id, body, visible_at, sent_at) VALUES (?, ?, ?, ?)",
+                [(run_id, body, now + delay_s, now) for body in bodies],
+            )
+        return len(bodies)
+
+    def receive(self, run_id: str | None, limit: int, visibility_s: float) -> list[Received]:
+        """Up to ``limit`` visible messages (of one run, or of any), hidden for ``visibility_s``.
+
+        Messages already received ``max_receive_count`` times move to the dead letters instead.
+        """
+        now = time.time()
+        over = (run_id, run_id, now, self.max_receive_count)
+        with self._db.transaction() as db:
+            db.execute(
+                "INSERT INTO dead_letters (id, run_id, body, receives, moved_at) "
+                "SELECT id, run_id, body, receives, ? FROM queue "
+                "WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? AND receives >= ?",
+                (now, *over),
+            )
+            db.execute("DELETE FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? AND receives >= ?", over)
+            rows = db.execute(
+                "SELECT id FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? "
+                "ORDER BY visible_at, id LIMIT ?",
+                (run_id, run_id, now, limit),
+            ).fetchall()
+            received = []
+            for (message_id,) in rows:
+                receipt = uuid.uuid4().hex
+                body, receives = db.execute(
+                    "UPDATE queue SET receives = receives + 1, visible_at = ?, receipt = ? WHERE id = ? "
+                    "RETURNING body, receives",
+                    (now + visibility_s, receipt, message_id),
+                ).fetchone()
+                received.append(Received(str(message_id), receipt, body, receives))
+        return received
+
+    def delete(self, receipts: Sequence[str]) -> None:
+        with self._db.transaction() as db:
+            db.executemany("DELETE FROM queue WHERE receipt = ?", [(r,) for r in receipts])
+
+    def return_after(self, receipt: str, delay_s: int) -> None:
+        with self._db.transaction() as db:
+            db.execute("UPDATE queue SET visible_at = ? WHERE receipt = ?", (time.time() + delay_s, receipt))
+
+    def release_in_flight(self, run_id: str) -> int:
+        """Make a run's received, undeleted messages visible now: the process that held them is gone (a resume)."""
+        now = time.time()
+        with self._db.transaction() as db:
+            cursor = db.execute(
+                "UPDATE queue SET visible_at = ? WHERE run_id = ? AND receipt IS NOT NULL AND visible_at > ?",
+                (now, run_id, now),
+            )
+            return cursor.rowcount
+
+    def depth(self, run_id: str | None) -> QueueDepth:
+        """Messages (of one run, or all) visible, in flight, and dead-lettered."""
+        now = time.time()
+        with self._db.reading() as db:
+            visible, in_flight = db.execute(
+                "SELECT COUNT(*) FILTER (WHERE visible_at <= ?), COUNT(*) FILTER (WHERE visible_at > ?) "
+                "FROM queue WHERE (? IS NULL OR run_id = ?)",
+                (now, now, run_id, run_id),
+            ).fetchone()
+            (dead,) = db.execute(
+                "SELECT COUNT(*) FROM dead_letters WHERE (? IS NULL OR run_id = ?)", (run_id, run_id)
+            ).fetchone()
+        return QueueDepth(visible, in_flight, dead)
+
+    def dead_letters(self, run_id: str | None, limit: int = 100) -> list[tuple[str, str]]:
+        """(message id, body) of dead letters (of one run, or all), oldest first."""
+        with self._db.reading() as db:
+            rows = db.execute(
+                "SELECT id, body FROM dead_letters WHERE (? IS NULL OR run_id = ?) ORDER BY id LIMIT ?",
+                (run_id, run_id, limit),
+            ).fetchall()
+        return [(str(i), b) for i, b in rows]

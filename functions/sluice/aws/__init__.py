@@ -1,1 +1,0 @@
-"""Adapters to AWS services: each a small class over one botocore client, errors translated to ours."""

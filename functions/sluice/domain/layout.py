@@ -1,0 +1,53 @@
+"""Where a run's objects live: the same keys in S3 and in a local state folder.
+
+- ``work/crawl=NAME/run=ID/``: working data the fetchers write while the run is in flight: one
+  part of records per batch (``parts/``) and the frontier set of seed URL hashes. A lifecycle
+  rule expires it.
+- ``runs/crawl=NAME/run=ID/``: the run's output: ``records/part-NNNNN.jsonl`` (each record once,
+  every line carrying its ``_key``), ``pages.index`` (where each page's records are, for the next
+  run's carried pages), ``manifest.json`` and ``summary.json``. Partitioned by crawl and run, so
+  Athena/Glue can project partitions without a crawler.
+"""
+
+from __future__ import annotations
+
+WORK_PREFIX = "work/"
+RUNS_PREFIX = "runs/"
+
+
+def work_prefix(crawl: str, run_id: str) -> str:
+    return f"{WORK_PREFIX}crawl={crawl}/run={run_id}/"
+
+
+def run_prefix(crawl: str, run_id: str) -> str:
+    return f"{RUNS_PREFIX}crawl={crawl}/run={run_id}/"
+
+
+def part_key(crawl: str, run_id: str, part_id: str) -> str:
+    """One batch's records (``part_id`` is unique per invocation: a retry never overwrites a part in use)."""
+    return f"{work_prefix(crawl, run_id)}parts/{part_id}.jsonl"
+
+
+def frontier_key(crawl: str, run_id: str) -> str:
+    """The sorted 64-bit hashes of the run's seed URLs: fetchers never claim a link that is a seed."""
+    return f"{work_prefix(crawl, run_id)}frontier.bin"
+
+
+def records_prefix(crawl: str, run_id: str) -> str:
+    return f"{run_prefix(crawl, run_id)}records/"
+
+
+def records_file(crawl: str, run_id: str, number: int) -> str:
+    return f"{records_prefix(crawl, run_id)}part-{number:05d}.jsonl"
+
+
+def index_key(crawl: str, run_id: str) -> str:
+    return f"{run_prefix(crawl, run_id)}pages.index"
+
+
+def manifest_key(crawl: str, run_id: str) -> str:
+    return f"{run_prefix(crawl, run_id)}manifest.json"
+
+
+def summary_key(crawl: str, run_id: str) -> str:
+    return f"{run_prefix(crawl, run_id)}summary.json"

@@ -1,0 +1,201 @@
+"""A URL's life in one run: where it came from, what the last run knew of it, and how it ended.
+
+A :class:`PageResult` is written once per URL per run (the one conditional write that counts
+it); everything the finalizer, the verdict and the next run need is in it, so nothing else on
+the per-page path writes to a table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["fetched", "not_modified", "failed", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("fetched", "not_modified", "failed", "skipped")
+Origin = Literal["seed", "link"]
+"""A seed is enqueued by the scheduler (the spec's seeds and every page the catalog run knew);
+a link is claimed by the page that found it."""
+
+DIGEST_BYTES = 8
+RECORD_DIGEST_BYTES = 2 * DIGEST_BYTES
+"""Per record: an 8-byte digest of its key, then an 8-byte digest of its content."""
+GONE_STATUSES = frozenset({404, 410})
+"""A page that answers these leaves the catalog: the next run does not seed it again."""
+
+
+def url_hash(url: str) -> str:
+    """A fixed-length key for a canonical URL (DynamoDB sort keys stop at 1,024 bytes; URLs don't)."""
+    return hashlib.sha256(url.encode()).hexdigest()[:40]
+
+
+def url_number(hash_hex: str) -> int:
+    """The first 64 bits of a URL hash as an integer: what the frontier set holds, in hash order."""
+    return int(hash_hex[:16], 16)
+
+
+def digest(text: str) -> bytes:
+    """An 8-byte digest: enough to tell a page's records apart, never trusted to dedupe alone."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
+
+
+def record_digests(pairs: Iterable[tuple[str, str]]) -> bytes:
+    """``(key, content_hash)`` pairs packed as :data:`RECORD_DIGEST_BYTES` each."""
+    return b"".join(digest(key) + digest(content) for key, content in pairs)
+
+
+def unpack_digests(packed: bytes) -> dict[bytes, bytes]:
+    """Key digest to content digest, as :func:`record_digests` packed them."""
+    size = RECORD_DIGEST_BYTES
+    return {packed[i : i + DIGEST_BYTES]: packed[i + DIGEST_BYTES : i + size] for i in range(0, len(packed), size)}
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    """What the catalog run (the crawl's last finished run) knew of a page; it travels in the task."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    body_hash: str | None = None
+    records: int = 0
+    digests: bytes = b""
+    """The records the page had, as :func:`record_digests` packs them: tells new, changed, unchanged."""
+    carried: bool = False
+    """True when the page's records are in the catalog run's output, so a 304 can carry them."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartBlock:
+    """Where a fetched page's records are: a byte range of one of this run's part objects."""
+
+    part: str
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordCounts:
+    """A page's records against the ones the catalog run had: new, changed and unchanged by key."""
+
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.new + self.changed + self.unchanged
+
+
+@dataclass(frozen=True, slots=True)
+class PageResult:
+    """How one URL ended in one run: the single write that counts it, and the next run's catalog entry."""
+
+    url: str
+    depth: int
+    origin: Origin
+    outcome: Outcome
+    reason: str | None = None
+    status: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    body_hash: str | None = None
+    counts: RecordCounts = field(default_factory=RecordCounts)
+    items: int = 0
+    missing: Mapping[str, int] = field(default_factory=dict)
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    digests: bytes = b""
+    block: PartBlock | None = None
+    """Fetched with records: where they are. Not modified with records: None, and ``carried``."""
+    carried: bool = False
+    """The records are the catalog run's, carried without a fetch (a 304, or an identical body)."""
+    links: int = 0
+    """Links this visit claimed for the run (what the progress hint adds to ``enqueued``)."""
+
+    @property
+    def records(self) -> int:
+        return self.counts.total
+
+    @property
+    def gone(self) -> bool:
+        return self.outcome == "failed" and self.status in GONE_STATUSES
+
+    def prior(self) -> Prior:
+        """What the next run's task carries for this page."""
+        return Prior(
+            etag=self.etag,
+            last_modified=self.last_modified,
+            body_hash=self.body_hash,
+            records=self.records,
+            digests=self.digests,
+            carried=self.outcome in ("fetched", "not_modified") and self.records > 0,
+        )
+
+    # -- one plain mapping for every store: short names, since DynamoDB bills attribute names too ---------
+
+    def to_plain(self) -> dict[str, Any]:
+        plain: dict[str, Any] = {"u": self.url, "d": self.depth, "g": self.origin[0], "o": _OUTCOME_CODE[self.outcome]}
+        optional: dict[str, Any] = {
+            "r": self.reason,
+            "h": self.status,
+            "e": self.etag,
+            "l": self.last_modified,
+            "b": self.body_hash,
+            "k": self.digests,
+            "m": dict(self.missing),
+            "j": dict(self.rejected),
+        }
+        plain |= {k: v for k, v in optional.items() if v}
+        counts = [self.counts.new, self.counts.changed, self.counts.unchanged, self.items, self.links]
+        if any(counts):
+            plain["c"] = counts
+        if self.block is not None:
+            plain["w"] = [self.block.part, self.block.offset, self.block.length]
+        if self.carried:
+            plain["y"] = True
+        return plain
+
+    @classmethod
+    def from_plain(cls, plain: Mapping[str, Any]) -> PageResult:
+        new, changed, unchanged, items, links = (int(n) for n in plain.get("c", (0, 0, 0, 0, 0)))
+        block = plain.get("w")
+        return cls(
+            url=plain["u"],
+            depth=int(plain["d"]),
+            origin="seed" if plain["g"] == "s" else "link",
+            outcome=_CODE_OUTCOME[plain["o"]],
+            reason=plain.get("r"),
+            status=int(plain["h"]) if plain.get("h") is not None else None,
+            etag=plain.get("e"),
+            last_modified=plain.get("l"),
+            body_hash=plain.get("b"),
+            counts=RecordCounts(new, changed, unchanged),
+            items=items,
+            missing={k: int(v) for k, v in (plain.get("m") or {}).items()},
+            rejected={k: int(v) for k, v in (plain.get("j") or {}).items()},
+            digests=bytes(plain.get("k") or b""),
+            block=PartBlock(str(block[0]), int(block[1]), int(block[2])) if block else None,
+            carried=bool(plain.get("y", False)),
+            links=links,
+        )
+
+
+_OUTCOME_CODE: dict[Outcome, str] = {"fetched": "f", "not_modified": "n", "failed": "e", "skipped": "k"}
+_CODE_OUTCOME: dict[str, Outcome] = {v: k for k, v in _OUTCOME_CODE.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class UrlEntry:
+    """A URL of a run as its store holds it: claimed and waiting (``result`` None) or done."""
+
+    url_hash: str
+    url: str
+    depth: int
+    origin: Origin
+    parent: str | None
+    """The first 16 hex characters of the claiming page's URL hash (links only)."""
+    result: PageResult | None
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None

@@ -1,0 +1,143 @@
+"""A run's exact counts, derived from its URLs' results rather than kept on a shared item.
+
+Counting happens once, at finalization, over every URL of the run; nothing on the per-page path
+adds to a counter every page touches. Maps keyed by something a site controls (failure and skip
+reasons) keep their commonest keys and fold the rest into ``(other)``, so a summary stays small
+whatever the site answers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from sluice.domain.pages import UrlEntry
+from sluice.domain.verdict import RunCounts
+
+OTHER = "(other)"
+
+
+@dataclass
+class BoundedCounter:
+    """Counts by key, holding at most ``limit`` distinct keys; later new keys count under ``(other)``."""
+
+    limit: int = 200
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, key: str, n: int = 1) -> None:
+        if key in self.counts or len(self.counts) < self.limit:
+            self.counts[key] += n
+        else:
+            self.counts[OTHER] += n
+
+    def update(self, mapping: Mapping[str, int]) -> None:
+        for key, n in mapping.items():
+            if n:
+                self.add(key, n)
+
+    def top(self, n: int = 20) -> dict[str, int]:
+        """The ``n`` commonest keys, most common first, the rest summed under ``(other)``."""
+        ranked = sorted(((k, v) for k, v in self.counts.items() if k != OTHER), key=lambda kv: (-kv[1], kv[0]))
+        shown = dict(ranked[:n])
+        rest = sum(v for _, v in ranked[n:]) + self.counts.get(OTHER, 0)
+        if rest:
+            shown[OTHER] = rest
+        return shown
+
+
+@dataclass
+class RunTally:
+    """Everything a run's verdict and summary count, from one pass over its URLs."""
+
+    seeds: int = 0
+    """Seed URLs the run's frontier holds (from the run); a seed has no entry until it is done."""
+    seeds_done: int = 0
+    links: int = 0
+    links_done: int = 0
+    fetched: int = 0
+    not_modified: int = 0
+    failed: int = 0
+    skipped: int = 0
+    gone: int = 0
+    records_new: int = 0
+    records_changed: int = 0
+    records_unchanged: int = 0
+    items: int = 0
+    links_claimed: int = 0
+    missing: BoundedCounter = field(default_factory=BoundedCounter)
+    rejected: BoundedCounter = field(default_factory=BoundedCounter)
+    failures: BoundedCounter = field(default_factory=BoundedCounter)
+    skips: BoundedCounter = field(default_factory=BoundedCounter)
+    entries: int = 0
+
+    @classmethod
+    def of(cls, seeds: int, entries: Iterable[UrlEntry]) -> RunTally:
+        tally = cls(seeds=seeds)
+        for entry in entries:
+            tally.add(entry)
+        return tally
+
+    def add(self, entry: UrlEntry) -> None:
+        self.entries += 1
+        if entry.origin == "link":
+            self.links += 1
+        result = entry.result
+        if result is None:
+            return
+        if entry.origin == "seed":
+            self.seeds_done += 1
+        else:
+            self.links_done += 1
+        match result.outcome:
+            case "fetched":
+                self.fetched += 1
+            case "not_modified":
+                self.not_modified += 1
+            case "failed":
+                self.failed += 1
+                self.gone += result.gone
+                self.failures.add(result.reason or "unknown")
+            case "skipped":
+                self.skipped += 1
+                self.skips.add(result.reason or "unknown")
+        self.records_new += result.counts.new
+        self.records_changed += result.counts.changed
+        self.records_unchanged += result.counts.unchanged
+        self.items += result.items
+        self.links_claimed += result.links
+        self.missing.update(result.missing)
+        self.rejected.update(result.rejected)
+
+    @property
+    def enqueued(self) -> int:
+        return self.seeds + self.links
+
+    @property
+    def done(self) -> int:
+        return self.seeds_done + self.links_done
+
+    @property
+    def pending(self) -> int:
+        return self.enqueued - self.done
+
+    @property
+    def drained(self) -> bool:
+        return self.pending <= 0
+
+    @property
+    def records(self) -> int:
+        """Records counted page by page (a record on two pages counts on each; the output holds it once)."""
+        return self.records_new + self.records_changed + self.records_unchanged
+
+    def counts(self, records_in_output: int) -> RunCounts:
+        """What the verdict judges: the output's record count, and the pages' outcomes."""
+        return RunCounts(
+            fetched=self.fetched,
+            not_modified=self.not_modified,
+            failed=self.failed,
+            skipped=self.skipped,
+            records=records_in_output,
+            items=self.items,
+            missing=dict(self.missing.counts),
+        )

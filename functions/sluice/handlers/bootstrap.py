@@ -1,0 +1,71 @@
+"""The AWS wiring, in one place: settings validated at cold start, the aws adapters behind the ports, async triggers.
+
+Handlers ask :func:`services` for what they need; tests and the emulated runner :func:`install`
+their own (moto-backed adapters, in-process triggers) instead of reading the environment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import lru_cache
+
+from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.frontier import DynamoFrontier
+from sluice.adapters.aws.ledger import DynamoRunLedger
+from sluice.adapters.aws.objects import S3Objects
+from sluice.adapters.aws.queue import SqsQueue
+from sluice.adapters.aws.records import DynamoRecords
+from sluice.pipeline.services import Services, Trigger
+from sluice.settings import Settings
+
+_installed: list[Services] = []
+
+
+def _invoke_async(function: str) -> Callable[[dict[str, object]], None]:
+    def invoke(payload: dict[str, object]) -> None:
+        client("lambda").invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps(payload).encode())
+
+    return invoke
+
+
+def aws_services(settings: Settings, *, finalize_later: Trigger, continue_start: Trigger) -> Services:
+    """The pipeline's ports on DynamoDB, S3 and SQS, as the settings name them."""
+    return Services(
+        tuning=settings.tuning(),
+        ledger=DynamoRunLedger(settings.ledger_table),
+        frontier=DynamoFrontier(settings.ledger_table, ttl_days=settings.claim_ttl_days),
+        queue=SqsQueue(settings.queue_url, urls_per_message=settings.urls_per_message),
+        objects=S3Objects(settings.bucket),
+        records=DynamoRecords(settings.records_table) if settings.records_table else None,
+        specs_dir=settings.specs_dir,
+        finalize_later=finalize_later,
+        continue_start=continue_start,
+    )
+
+
+@lru_cache(maxsize=1)
+def _from_env() -> Services:
+    settings = Settings.from_env()
+    return aws_services(
+        settings,
+        finalize_later=_invoke_async(settings.finalizer_function),
+        continue_start=_invoke_async(settings.scheduler_function),
+    )
+
+
+def services() -> Services:
+    """Built on the first invocation (cold start) and reused; a bad environment fails loudly here."""
+    return _installed[-1] if _installed else _from_env()
+
+
+def install(custom: Services) -> None:
+    """Use ``custom`` instead of the environment's services (the emulated runner's in-process triggers, tests)."""
+    _installed.clear()
+    _installed.append(custom)
+
+
+def reset() -> None:
+    """Forget installed and cached services (tests, after moto restarts)."""
+    _installed.clear()
+    _from_env.cache_clear()

@@ -1,0 +1,301 @@
+"""A run's output: its records, each key once, copied as whole page blocks into a few large files.
+
+Sources are this run's part objects (pages fetched and extracted) and the catalog run's output
+(pages carried by a 304 or an identical body), both read in large ranges, never page by page:
+a million pages are about 10,000 part reads and a few hundred 8 MB ranges. A page's block is
+copied as bytes; only pages holding a record key that another page also holds are read line by
+line, and there the first copy written wins (compared by the key itself, not its digest).
+
+``pages.index`` says where each page's block landed (25 bytes a page, sorted by URL hash), so the
+next run's finalizer can find the records it carries. A block that lost records to another page
+is marked partial: the next run fetches that page whole rather than carry an incomplete block.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from sluice.domain.layout import index_key, manifest_key, part_key, records_file, records_prefix
+from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, url_number
+from sluice.ports import ObjectStore, ObjectWriter
+
+FILE_BYTES = 128 * 1024 * 1024
+"""Output files roll over at page boundaries past this size (what Athena reads best)."""
+SPAN_BYTES = 8 * 1024 * 1024
+READERS = 8
+"""Range reads in flight: memory stays under ``READERS x SPAN_BYTES``."""
+_INDEX_MAGIC = b"SLINDEX1"
+_INDEX_ROW = struct.Struct("<QIQIB")  # URL-hash number, file number, offset, length, partial
+_KEY_START = len('{"_key": ')
+
+
+class PageIndex:
+    """Where each page's records are in a run's output files, by the first 64 bits of its URL hash."""
+
+    def __init__(self) -> None:
+        self.numbers, self.files, self.offsets = array("Q"), array("I"), array("Q")
+        self.lengths, self.partial = array("I"), array("B")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PageIndex:
+        if not data.startswith(_INDEX_MAGIC):
+            raise ValueError("not a page index (bad header)")
+        index = cls()
+        for number, file, offset, length, partial in _INDEX_ROW.iter_unpack(data[len(_INDEX_MAGIC) :]):
+            index.numbers.append(number)
+            index.files.append(file)
+            index.offsets.append(offset)
+            index.lengths.append(length)
+            index.partial.append(partial)
+        return index
+
+    def find(self, number: int) -> tuple[int, int, int] | None:
+        """The file number, offset and length of a page's whole block (None if absent or partial)."""
+        i = bisect_left(self.numbers, number)
+        if i < len(self.numbers) and self.numbers[i] == number and not self.partial[i]:
+            return self.files[i], self.offsets[i], self.lengths[i]
+        return None
+
+    def __contains__(self, number: object) -> bool:
+        """Whether a 304 for this page can carry its records (its whole block is there)."""
+        return isinstance(number, int) and self.find(number) is not None
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+
+@dataclass(slots=True)
+class _Block:
+    number: int
+    source: str
+    offset: int
+    length: int
+    digests: bytes
+    exact: bool = False
+    """Holds a key another page holds too: copied line by line."""
+
+
+@dataclass
+class OutputPlan:
+    """The pages whose records go into the output, gathered while the finalizer scans the run's URLs."""
+
+    crawl: str
+    run_id: str
+    catalog_run: str | None
+    blocks: list[_Block] = field(default_factory=list)
+    carried: list[tuple[int, bytes]] = field(default_factory=list)
+
+    def add(self, entry: UrlEntry) -> None:
+        result = entry.result
+        if result is None or result.outcome not in ("fetched", "not_modified") or result.records == 0:
+            return
+        number = url_number(entry.url_hash)
+        if result.block is not None:
+            block = result.block
+            source = part_key(self.crawl, self.run_id, block.part)
+            self.blocks.append(_Block(number, source, block.offset, block.length, result.digests))
+        elif result.carried:
+            self.carried.append((number, result.digests))
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSummary:
+    files: list[dict[str, object]]
+    records: int
+    pages: int
+    duplicates: int
+    """Records left out because another page of the run had the same key."""
+    carried_missing: int
+    """Carried pages whose records the catalog run's output did not have (0 unless it was altered)."""
+    bytes: int
+    folder: str
+
+
+def write_output(objects: ObjectStore, plan: OutputPlan) -> OutputSummary:
+    """Write the run's records files, its page index and its manifest; return what was written."""
+    blocks = list(plan.blocks)
+    missing = 0
+    if plan.carried and plan.catalog_run is not None:
+        catalog = load_index(objects, plan.crawl, plan.catalog_run)
+        for number, digests in plan.carried:
+            where = catalog.find(number)
+            if where is None:
+                missing += 1
+                continue
+            file, offset, length = where
+            blocks.append(_Block(number, records_file(plan.crawl, plan.catalog_run, file), offset, length, digests))
+    else:
+        missing = len(plan.carried)
+    _mark_shared_keys(blocks)
+    writer = _FilesWriter(objects, plan.crawl, plan.run_id)
+    try:
+        for block, data in _read_blocks(objects, blocks):
+            writer.page(block, data)
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    index = _INDEX_MAGIC + b"".join(_INDEX_ROW.pack(*row) for row in sorted(writer.index))
+    objects.put(index_key(plan.crawl, plan.run_id), index, "application/octet-stream")
+    summary = OutputSummary(
+        files=writer.files,
+        records=writer.records,
+        pages=len(writer.index),
+        duplicates=writer.duplicates,
+        carried_missing=missing,
+        bytes=writer.bytes,
+        folder=objects.location(records_prefix(plan.crawl, plan.run_id)),
+    )
+    manifest = {
+        "crawl": plan.crawl,
+        "run_id": plan.run_id,
+        "records": summary.records,
+        "pages": summary.pages,
+        "bytes": summary.bytes,
+        "duplicates_dropped": summary.duplicates,
+        "carried_missing": summary.carried_missing,
+        "files": summary.files,
+        "index": index_key(plan.crawl, plan.run_id),
+    }
+    objects.put(manifest_key(plan.crawl, plan.run_id), json.dumps(manifest, indent=2).encode(), "application/json")
+    return summary
+
+
+def load_index(objects: ObjectStore, crawl: str, run_id: str | None) -> PageIndex:
+    """A run's page index (empty when there is no run, or it wrote none)."""
+    if run_id is None:
+        return PageIndex()
+    data = objects.get(index_key(crawl, run_id))
+    return PageIndex.from_bytes(data) if data is not None else PageIndex()
+
+
+def _key_digests(packed: bytes) -> Iterator[bytes]:
+    for i in range(0, len(packed), RECORD_DIGEST_BYTES):
+        yield packed[i : i + DIGEST_BYTES]
+
+
+def _mark_shared_keys(blocks: list[_Block]) -> None:
+    """Flag the blocks holding a key digest that more than one record of the run has.
+
+    Digests are bucketed by their first byte into compact arrays (8 bytes a record), and each
+    bucket is sorted on its own, so memory stays near 8 bytes a record with no set of them all.
+    """
+    buckets: list[array[int]] = [array("Q") for _ in range(256)]
+    for block in blocks:
+        for key in _key_digests(block.digests):
+            buckets[key[0]].append(int.from_bytes(key, "big"))
+    shared: set[bytes] = set()
+    for i, bucket in enumerate(buckets):
+        ordered = sorted(bucket)
+        shared.update(a.to_bytes(DIGEST_BYTES, "big") for a, b in itertools.pairwise(ordered) if a == b)
+        buckets[i] = array("Q")  # each bucket's memory goes as soon as it is sorted
+    if not shared:
+        return
+    for block in blocks:
+        block.exact = any(key in shared for key in _key_digests(block.digests))
+
+
+def _read_blocks(objects: ObjectStore, blocks: list[_Block]) -> Iterator[tuple[_Block, bytes]]:
+    """Every block's bytes, read in coalesced ranges of up to :data:`SPAN_BYTES`, a bounded number in flight."""
+    spans = list(_spans(sorted(blocks, key=lambda b: (b.source, b.offset))))
+
+    def read(span: list[_Block]) -> bytes:
+        start = span[0].offset
+        return objects.get_range(span[0].source, start, span[-1].offset + span[-1].length - start)
+
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        for start in range(0, len(spans), READERS):
+            window = spans[start : start + READERS]
+            for span, data in zip(window, pool.map(read, window), strict=True):
+                base = span[0].offset
+                for block in span:
+                    yield block, data[block.offset - base : block.offset - base + block.length]
+
+
+def _spans(blocks: Iterable[_Block]) -> Iterator[list[_Block]]:
+    span: list[_Block] = []
+    for block in blocks:
+        if span and (
+            block.source != span[0].source
+            or block.offset + block.length - span[0].offset > SPAN_BYTES
+            or block.offset < span[-1].offset + span[-1].length
+        ):
+            yield span
+            span = []
+        span.append(block)
+    if span:
+        yield span
+
+
+class _FilesWriter:
+    """``records/part-NNNNN.jsonl`` files, rolled over at page boundaries; the index of where pages went."""
+
+    def __init__(self, objects: ObjectStore, crawl: str, run_id: str) -> None:
+        self.objects, self.crawl, self.run_id = objects, crawl, run_id
+        self.files: list[dict[str, object]] = []
+        self.index: list[tuple[int, int, int, int, int]] = []
+        self.records = self.duplicates = self.bytes = 0
+        self._current: ObjectWriter | None = None
+        self._file_records = 0
+        self._emitted: set[str] = set()
+
+    def page(self, block: _Block, data: bytes) -> None:
+        dropped = 0
+        if block.exact:
+            data, kept, dropped = self._filter(data)
+            self.duplicates += dropped
+        else:
+            kept = data.count(b"\n")
+        if not data:
+            return
+        writer = self._writer()
+        self.index.append((block.number, len(self.files), writer.size, len(data), int(dropped > 0)))
+        writer.write(data)
+        self.records += kept
+        self._file_records += kept
+        self.bytes += len(data)
+        if writer.size >= FILE_BYTES:
+            self._roll()
+
+    def _filter(self, data: bytes) -> tuple[bytes, int, int]:
+        """A block's lines less those whose key was already written (first copy wins)."""
+        decoder = json.JSONDecoder()
+        kept_lines = []
+        dropped = 0
+        for line in data.splitlines(keepends=True):
+            key, _ = decoder.raw_decode(line.decode(), _KEY_START)
+            if key in self._emitted:
+                dropped += 1
+                continue
+            self._emitted.add(key)
+            kept_lines.append(line)
+        return b"".join(kept_lines), len(kept_lines), dropped
+
+    def _writer(self) -> ObjectWriter:
+        if self._current is None:
+            key = records_file(self.crawl, self.run_id, len(self.files))
+            self._current = self.objects.writer(key, "application/x-ndjson")
+            self._file_records = 0
+        return self._current
+
+    def _roll(self) -> None:
+        if self._current is None:
+            return
+        self._current.close()
+        key = records_file(self.crawl, self.run_id, len(self.files))
+        self.files.append({"key": key, "records": self._file_records, "bytes": self._current.size})
+        self._current = None
+
+    def close(self) -> None:
+        self._roll()
+
+    def abort(self) -> None:
+        if self._current is not None:
+            self._current.abort()

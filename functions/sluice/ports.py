@@ -1,0 +1,142 @@
+"""What the pipeline steps need from the world, as narrow interfaces.
+
+Two adapter sets implement them: ``sluice.adapters.aws`` (DynamoDB, S3, SQS, as deployed) and
+``sluice.adapters.local`` (one SQLite file and a folder of objects, for ``sluice run``). The
+steps in ``sluice.pipeline`` import only these protocols and the domain types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import Protocol
+
+from sluice.domain.pages import PageResult, UrlEntry
+from sluice.domain.runs import Progress, RunLock, RunState
+from sluice.extraction.extract import Record
+from sluice.messages import UrlTask
+
+
+class RunLedger(Protocol):
+    """Runs and the one-run-at-a-time lock of each crawl."""
+
+    def open_run(
+        self, crawl: str, spec_digest: str, deadline: timedelta, *, trigger: str | None, catalog_run: str | None
+    ) -> RunState:
+        """Take the crawl's lock and open a run; raise RunInFlight if another run holds it and is not overdue."""
+        ...
+
+    def get_run(self, crawl: str, run_id: str) -> RunState | None: ...
+
+    def active_run(self, crawl: str) -> RunLock | None: ...
+
+    def active_runs(self) -> list[RunLock]: ...
+
+    def latest_finished(self, crawl: str, before_run_id: str | None = None) -> RunState | None:
+        """The newest finished run of ``crawl`` (started before ``before_run_id`` when given)."""
+        ...
+
+    def set_seeds(self, crawl: str, run_id: str, seeds: int) -> None:
+        """Record how many seed URLs the run's frontier holds (planned before any is sent)."""
+        ...
+
+    def fanned_out(self, crawl: str, run_id: str, offset: int) -> None:
+        """Record how many seed tasks the fan-out has sent (a resumed fan-out continues from there)."""
+        ...
+
+    def seeded(self, crawl: str, run_id: str) -> RunState | None:
+        """Mark the fan-out complete; the run as it then stands (None if there is no such run)."""
+        ...
+
+    def checked(self, crawl: str, run_id: str) -> None:
+        """Note that the finalizer found the run not drained just now."""
+        ...
+
+    def begin_finalizing(self, crawl: str, run_id: str) -> bool:
+        """Move a running run to finalizing; False if someone else already did (finalizing is once)."""
+        ...
+
+    def finish(self, crawl: str, run_id: str, *, healthy: bool, records: int, summary_key: str) -> None:
+        """Record the verdict and release the crawl's lock (only if this run still holds it)."""
+        ...
+
+
+class Frontier(Protocol):
+    """A run's URLs: links claimed by the pages that found them, and each URL's one counting write."""
+
+    def entries(self, run_id: str, url_hashes: Sequence[str]) -> dict[str, UrlEntry]:
+        """What the run holds for these URLs (claimed or done), by URL hash; unknown ones absent."""
+        ...
+
+    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> list[UrlTask]:
+        """Claim new links, each with one conditional write; return the ones this call claimed.
+
+        The run's frontier stays within ``max_pages`` (``seeds`` plus claimed links): exactly
+        where the store can count in the same transaction, approximately otherwise.
+        """
+        ...
+
+    def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
+        """Write each URL's result if it is not done yet; True where this call counted it."""
+        ...
+
+    def scan(self, run_id: str) -> Iterator[UrlEntry]:
+        """Every URL entry of a run, in URL-hash order (strongly consistent reads)."""
+        ...
+
+    def add_progress(self, run_id: str, delta: Progress) -> None:
+        """Report a batch's progress (once per batch)."""
+        ...
+
+    def progress(self, run_id: str) -> Progress: ...
+
+
+class WorkQueue(Protocol):
+    """The frontier queue: URL tasks packed into messages."""
+
+    def send(self, crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
+        """Enqueue tasks; return the number of messages sent."""
+        ...
+
+    def return_after(self, receipt: str, delay_s: int) -> None:
+        """Make a received message visible again after ``delay_s`` seconds (retries, malformed bodies)."""
+        ...
+
+
+class ObjectWriter(Protocol):
+    """A large object written in pieces: visible only once closed."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+class ObjectStore(Protocol):
+    """Objects by key: parts, run outputs, summaries."""
+
+    def put(self, key: str, body: bytes, content_type: str) -> None: ...
+
+    def get(self, key: str) -> bytes | None:
+        """The object's bytes, or None if there is no such object."""
+        ...
+
+    def get_range(self, key: str, start: int, length: int) -> bytes: ...
+
+    def writer(self, key: str, content_type: str) -> ObjectWriter: ...
+
+    def location(self, key: str) -> str:
+        """Where a person finds the object (an ``s3://`` URL, or a local path)."""
+        ...
+
+
+class RecordsTable(Protocol):
+    """The current record of every key, for specs that ask for it (``output.records_table``)."""
+
+    def upsert(self, crawl: str, run_id: str, records: Sequence[Record]) -> None: ...
+
+    def get(self, crawl: str, key: str) -> Mapping[str, object] | None: ...

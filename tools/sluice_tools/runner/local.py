@@ -1,0 +1,243 @@
+"""A crawl run on the local store: the pipeline's own steps, a SQLite file and a folder, one event loop.
+
+The runner plays what AWS plays in production: EventBridge (it starts the run), the SQS event
+source mapping (workers receive batches, visit them with the fetcher's step, delete what
+succeeded and leave the rest to come back after their visibility), and the finalizer. Workers
+are tasks on one event loop sharing one fetcher per crawl, so the spec's politeness holds for
+the whole machine. Everything is durable after every batch: kill the process at any point and
+the next ``sluice run`` of the same spec resumes the run, fetching no page that was done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.config import DEFAULT, StackConfig
+
+from sluice.adapters.local import LocalStore
+from sluice.domain.layout import manifest_key, records_prefix, summary_key
+from sluice.domain.runs import RunState
+from sluice.messages import StartEvent
+from sluice.observability import logger
+from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.services import Services, Tuning
+from sluice.pipeline.start import start_run
+from sluice.pipeline.visit import Container, QueuedMessage, visit_batch
+from sluice.spec import CrawlSpec
+from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
+
+RUN_TIME_LIMIT_S = 6 * 3600.0
+"""A local run that has not drained in six hours is stopped and finalized as unfinished."""
+VISIBILITY_S = 900.0
+"""A received message stays hidden while its worker lives; only a dead process leaves one behind,
+and the next run releases those at once (so this is never waited out)."""
+IDLE_WAIT_S = 0.02
+PROGRESS_EVERY_S = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    run: RunState
+    done: int
+    enqueued: int
+
+    def describe(self) -> str:
+        if self.run.status == "finalizing":
+            return f"finishing run {self.run.run_id}: all {self.done} pages done, its output was being written"
+        return f"resuming run {self.run.run_id}: {self.done} of {self.enqueued} pages done"
+
+
+class LocalFleet:
+    """Runs crawls of the specs in one folder on the local store in ``state_dir``."""
+
+    def __init__(
+        self,
+        specs_dir: Path,
+        state_dir: Path,
+        *,
+        workers: int = 4,
+        allow_loopback: bool = False,
+        config: StackConfig = DEFAULT,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
+        self.config = config
+        self.tuning = Tuning(
+            max_receive_count=config.max_receive_count,
+            run_deadline_hours=config.run_deadline_hours,
+            # Locally a returned message comes back in seconds, so a run with faults stays short.
+            visibility_base_s=1.0,
+            visibility_max_s=10.0,
+            catalog_max_age_days=config.claim_ttl_days - 1,
+            allow_loopback=allow_loopback,
+        )
+        self.say = say or (lambda _: None)
+
+    def run(self, spec: CrawlSpec, progress: Progress | None = None, *, restart: bool = False) -> LocalRun:
+        """Run ``spec`` once (or finish the run an interrupted command left); logs go to ``state_dir/logs/``."""
+        logs = self.state_dir / "logs" / f"{spec.name}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
+        logs.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, logs_to(sink):
+            store = LocalStore.open(
+                self.state_dir,
+                urls_per_message=self.config.urls_per_message,
+                max_receive_count=self.config.max_receive_count,
+            )
+            try:
+                result = self._run(spec, store, progress, restart)
+            finally:
+                store.close()
+        named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")
+        if named.exists():  # a resumed run appends to the log its first command started
+            with named.open("a", encoding="utf-8") as out:
+                out.write(logs.read_text(encoding="utf-8"))
+            logs.unlink()
+        else:
+            logs.replace(named)
+        result.outputs["logs"] = str(named)
+        return result
+
+    def _run(self, spec: CrawlSpec, store: LocalStore, progress: Progress | None, restart: bool) -> LocalRun:
+        finalize_requests: deque[dict[str, object]] = deque()
+        services = store.services(
+            self.specs_dir, self.tuning, finalize_later=finalize_requests.append, continue_start=lambda _: None
+        )
+        resumed = self._interrupted(spec, store, services, restart)
+        if resumed is not None:
+            run_id = resumed.run.run_id
+            self.say(resumed.describe())
+            logger.info("run resumed", extra={"crawl": spec.name, "run_id": run_id, "done": resumed.done})
+            if resumed.run.status == "finalizing":
+                # Every page was counted; the finalizer died writing the output: write it again, whole.
+                finalize_run(spec.name, run_id, services, force=True)
+                return self._result(spec, run_id, store, resumed)
+            store.queue.release_in_flight(run_id)
+            if resumed.run.seeding:
+                start_run(StartEvent(crawl=spec.name, run_id=run_id), services, time_left=lambda: math.inf)
+        else:
+            run_id = start_run(StartEvent(crawl=spec.name), services, time_left=lambda: math.inf).run_id
+        asyncio.run(_Drain(self, spec, run_id, store, services, finalize_requests, progress).run())
+        return self._result(spec, run_id, store, resumed)
+
+    def _interrupted(self, spec: CrawlSpec, store: LocalStore, services: Services, restart: bool) -> Resumed | None:
+        """The run a killed command left for this crawl, to resume (or, with ``restart``, to close as unfinished)."""
+        lock = store.ledger.active_run(spec.name)
+        if lock is None:
+            return None
+        run = store.ledger.get_run(spec.name, lock.run_id)
+        if run is None:
+            return None
+        if restart:
+            closed = finalize_run(spec.name, run.run_id, services, force=True)
+            if closed is not None:
+                self.say(f"abandoned run {run.run_id}: finalized as {closed.summary['status']}")
+            return None
+        progress = store.frontier.progress(run.run_id)
+        return Resumed(run, progress.done, progress.claimed + run.seeds)
+
+    def _result(self, spec: CrawlSpec, run_id: str, store: LocalStore, resumed: Resumed | None) -> LocalRun:
+        key = summary_key(spec.name, run_id)
+        raw = store.objects.get(key)
+        if raw is None:
+            raise RuntimeError(f"run {run_id} ended without a summary at {store.objects.location(key)}")
+        summary = json.loads(raw)
+        dead = [{"message_id": i, "body": b[:500]} for i, b in store.queue.dead_letters(run_id)]
+        summary["dead_letters"] = len(dead)
+        outputs = {
+            "records": store.objects.location(records_prefix(spec.name, run_id)),
+            "manifest": store.objects.location(manifest_key(spec.name, run_id)),
+            "summary": store.objects.location(key),
+        }
+        Path(outputs["records"]).mkdir(parents=True, exist_ok=True)  # an empty run still has its (empty) folder
+        return LocalRun(spec.name, run_id, summary, dead, outputs, resumed.describe() if resumed else None)
+
+
+class _Drain:
+    """Workers receiving and visiting batches until the run is finalized (or its time runs out)."""
+
+    def __init__(
+        self,
+        fleet: LocalFleet,
+        spec: CrawlSpec,
+        run_id: str,
+        store: LocalStore,
+        services: Services,
+        requests: deque[dict[str, object]],
+        progress: Progress | None,
+    ) -> None:
+        self.fleet, self.spec, self.run_id, self.store, self.services = fleet, spec, run_id, store, services
+        self.requests, self.progress = requests, progress
+        self.busy = 0
+        self.container = Container(fleet.tuning.allow_loopback)
+
+    async def run(self) -> None:
+        stop = asyncio.Event()
+        workers = [asyncio.create_task(self._work(stop)) for _ in range(self.fleet.workers)]
+        try:
+            await self._watch(stop)
+        finally:
+            stop.set()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await self.container.aclose()
+
+    async def _work(self, stop: asyncio.Event) -> None:
+        queue = self.store.queue
+        batch = self.fleet.config.batch_size
+        while not stop.is_set():
+            received = await asyncio.to_thread(queue.receive, self.run_id, batch, VISIBILITY_S)
+            if not received:
+                await asyncio.sleep(IDLE_WAIT_S)
+                continue
+            self.busy += 1
+            try:
+                messages = [QueuedMessage(r.message_id, r.receipt, r.body, r.receive_count) for r in received]
+                results = await visit_batch(messages, self.services, self.container)
+                done = [r.receipt for r in received if results.get(r.message_id) is None]
+                await asyncio.to_thread(queue.delete, done)
+            finally:
+                self.busy -= 1
+
+    async def _watch(self, stop: asyncio.Event) -> None:
+        deadline = time.monotonic() + RUN_TIME_LIMIT_S
+        shown = 0.0
+        while time.monotonic() < deadline:
+            if self.progress is not None and time.monotonic() - shown >= PROGRESS_EVERY_S:
+                self._show()
+                shown = time.monotonic()
+            if self.requests and await self._finalize(force=False):
+                break
+            # Nothing left to receive: drained, or URLs went to the dead-letter queue.
+            if self._quiet() and (await self._finalize(force=False) or await self._finalize(force=True)):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            await self._finalize(force=True)
+        stop.set()
+        if self.progress is not None:
+            self._show()
+
+    def _quiet(self) -> bool:
+        depth = self.store.queue.depth(self.run_id)
+        return depth.visible + depth.in_flight == 0 and self.busy == 0
+
+    async def _finalize(self, *, force: bool) -> bool:
+        self.requests.clear()
+        run = self.store.ledger.get_run(self.spec.name, self.run_id)
+        if run is None or run.status == "finished":
+            return True
+        finalized = await asyncio.to_thread(finalize_run, self.spec.name, self.run_id, self.services, force=force)
+        return finalized is not None
+
+    def _show(self) -> None:
+        assert self.progress is not None  # noqa: S101 - only called with one
+        run = self.store.ledger.get_run(self.spec.name, self.run_id)
+        seeds = run.seeds if run is not None else 0
+        p = self.store.frontier.progress(self.run_id)
+        self.progress(RunView(done=p.done, enqueued=seeds + p.claimed, records=p.records, failed=p.failed))
