@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +44,30 @@ def add_one(item_key: dict[str, dict[str, str]]) -> dict[str, Any]:
 RUN = key("crawl#books", "run#1")
 
 
+def elsewhere(call: Callable[[], Any]) -> Any:
+    """Make ``call`` from another thread (another container), as a concurrent caller would; its result."""
+    answer: list[Any] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            answer.append(call())
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(30)
+    if failure:
+        raise failure[0]
+    return answer[0]
+
+
 def test_a_transaction_overlapping_another_on_one_item_is_canceled_for_conflict(ddb: Client) -> None:
     clock = FakeClock()
     contention = DynamoContention(clock=clock)
     with observe_calls(contention):
-        ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}])
+        elsewhere(lambda: ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}]))
         clock.advance(0.010)  # still inside the first one's 25 ms
         with pytest.raises(ddb.exceptions.TransactionCanceledException) as caught:
             ddb.transact_write_items(
@@ -68,11 +89,21 @@ def test_a_single_write_to_an_item_in_a_transaction_fails_with_transaction_confl
     clock = FakeClock()
     contention = DynamoContention(clock=clock)
     with observe_calls(contention):
-        ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}])
+        elsewhere(lambda: ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}]))
         with pytest.raises(ClientError) as caught:
             ddb.update_item(**add_one(RUN))
     assert caught.value.response["Error"]["Code"] == "TransactionConflictException"
     assert contention.conflicts() == {"UpdateItem": 1}
+
+
+def test_a_callers_next_write_after_its_own_transaction_does_not_conflict(ddb: Client) -> None:
+    """It was made after the transaction's answer: on DynamoDB the two cannot overlap."""
+    contention = DynamoContention(clock=FakeClock())
+    with observe_calls(contention):
+        ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}])
+        ddb.update_item(**add_one(RUN))
+    assert contention.conflicts() == {}
+    assert ddb.get_item(TableName="ledger", Key=RUN)["Item"]["done"] == {"N": "2"}
 
 
 def test_two_plain_updates_of_one_item_never_conflict(ddb: Client) -> None:
@@ -87,7 +118,7 @@ def test_two_plain_updates_of_one_item_never_conflict(ddb: Client) -> None:
 def test_the_meter_counts_the_refused_call_when_placed_first(ddb: Client) -> None:
     meter, contention = AwsMeter(), DynamoContention(clock=FakeClock())
     with observe_calls(meter, contention):
-        ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}])
+        elsewhere(lambda: ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}]))
         with pytest.raises(ClientError):
             ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}])
     transactions = meter.tally().operations["dynamodb.TransactWriteItems"]
@@ -126,7 +157,7 @@ def test_writes_a_second_apart_do_not_add_up(ddb: Client) -> None:
 def test_reset_forgets_conflicts_rates_and_holds(ddb: Client) -> None:
     contention = DynamoContention(clock=FakeClock())
     with observe_calls(contention):
-        ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}])
+        elsewhere(lambda: ddb.transact_write_items(TransactItems=[{"Update": add_one(RUN)}]))
         with pytest.raises(ClientError):
             ddb.update_item(**add_one(RUN))
         contention.reset()

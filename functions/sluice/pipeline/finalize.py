@@ -24,7 +24,7 @@ from sluice.domain.tally import RunTally
 from sluice.domain.verdict import Verdict, judge
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
-from sluice.pipeline.output import OutputPlan, OutputSummary, write_output
+from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_output
 from sluice.pipeline.services import Services
 
 FINALIZING_STALE_S = 20 * 60
@@ -85,7 +85,8 @@ def _finish(services: Services, run: RunState, tally: RunTally, plan: OutputPlan
     crawl, run_id = run.crawl, run.run_id
     started = time.monotonic()
     spec = services.spec(crawl)
-    output = write_output(services.objects, plan)
+    tuning = services.tuning
+    output = write_output(services.objects, plan, Reading(tuning.output_span_bytes, tuning.output_readers))
     previous = services.ledger.latest_finished(crawl, run_id)
     verdict = judge(
         tally.counts(output.records),

@@ -28,9 +28,6 @@ from sluice.ports import ObjectStore, ObjectWriter
 
 FILE_BYTES = 128 * 1024 * 1024
 """Output files roll over at page boundaries past this size (what Athena reads best)."""
-SPAN_BYTES = 8 * 1024 * 1024
-READERS = 8
-"""Range reads in flight: memory stays under ``READERS x SPAN_BYTES``."""
 _INDEX_MAGIC = b"SLINDEX1"
 _INDEX_ROW = struct.Struct("<QIQIB")  # URL-hash number, file number, offset, length, partial
 _KEY_START = len('{"_key": ')
@@ -118,7 +115,15 @@ class OutputSummary:
     folder: str
 
 
-def write_output(objects: ObjectStore, plan: OutputPlan) -> OutputSummary:
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How sources are read: ranges of up to ``span_bytes``, ``readers`` of them in flight."""
+
+    span_bytes: int = 8 * 1024 * 1024
+    readers: int = 8
+
+
+def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Reading()) -> OutputSummary:
     """Write the run's records files, its page index and its manifest; return what was written."""
     blocks = list(plan.blocks)
     missing = 0
@@ -136,7 +141,7 @@ def write_output(objects: ObjectStore, plan: OutputPlan) -> OutputSummary:
     _mark_shared_keys(blocks)
     writer = _FilesWriter(objects, plan.crawl, plan.run_id)
     try:
-        for block, data in _read_blocks(objects, blocks):
+        for block, data in _read_blocks(objects, blocks, reading):
             writer.page(block, data)
         writer.close()
     except BaseException:
@@ -202,29 +207,29 @@ def _mark_shared_keys(blocks: list[_Block]) -> None:
         block.exact = any(key in shared for key in _key_digests(block.digests))
 
 
-def _read_blocks(objects: ObjectStore, blocks: list[_Block]) -> Iterator[tuple[_Block, bytes]]:
-    """Every block's bytes, read in coalesced ranges of up to :data:`SPAN_BYTES`, a bounded number in flight."""
-    spans = list(_spans(sorted(blocks, key=lambda b: (b.source, b.offset))))
+def _read_blocks(objects: ObjectStore, blocks: list[_Block], reading: Reading) -> Iterator[tuple[_Block, bytes]]:
+    """Every block's bytes, read in coalesced ranges, a bounded number in flight."""
+    spans = list(_spans(sorted(blocks, key=lambda b: (b.source, b.offset)), reading.span_bytes))
 
     def read(span: list[_Block]) -> bytes:
         start = span[0].offset
         return objects.get_range(span[0].source, start, span[-1].offset + span[-1].length - start)
 
-    with ThreadPoolExecutor(max_workers=READERS) as pool:
-        for start in range(0, len(spans), READERS):
-            window = spans[start : start + READERS]
+    with ThreadPoolExecutor(max_workers=reading.readers) as pool:
+        for start in range(0, len(spans), reading.readers):
+            window = spans[start : start + reading.readers]
             for span, data in zip(window, pool.map(read, window), strict=True):
                 base = span[0].offset
                 for block in span:
                     yield block, data[block.offset - base : block.offset - base + block.length]
 
 
-def _spans(blocks: Iterable[_Block]) -> Iterator[list[_Block]]:
+def _spans(blocks: Iterable[_Block], span_bytes: int) -> Iterator[list[_Block]]:
     span: list[_Block] = []
     for block in blocks:
         if span and (
             block.source != span[0].source
-            or block.offset + block.length - span[0].offset > SPAN_BYTES
+            or block.offset + block.length - span[0].offset > span_bytes
             or block.offset < span[-1].offset + span[-1].length
         ):
             yield span

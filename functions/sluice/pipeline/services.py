@@ -31,6 +31,10 @@ class Tuning:
     """A catalog run older than this is not seeded from (its URL items expire with the ledger's TTL)."""
     allow_loopback: bool = False
     """Only the local runner and tests set this; the stack never does."""
+    output_span_bytes: int = 8 * 1024 * 1024
+    """The finalizer reads sources in ranges of up to this much (S3: large ranges, few requests)..."""
+    output_readers: int = 8
+    """...this many at once: its read buffers stay under ``output_span_bytes x output_readers``."""
 
 
 @dataclass(frozen=True)

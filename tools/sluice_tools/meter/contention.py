@@ -1,10 +1,14 @@
 """An observer that models two DynamoDB behaviours moto lacks: transaction conflicts, and hot items.
 
 (a) Each write request holds the items it touches for a modelled service time from the moment
-it is called. A write that arrives while an item is held, where either of the two is a
+it is called. A write that arrives while an item is held by a call from another thread (another
+container, or another of one container's concurrent requests), where either of the two is a
 TransactWriteItems, fails as DynamoDB fails it: the transaction with TransactionCanceledException
 and a ``TransactionConflict`` reason on each conflicting item, a single write with
-TransactionConflictException. Plain writes never conflict with each other.
+TransactionConflictException. Plain writes never conflict with each other. A thread's own next
+call cannot overlap its last one: it was made after the last one's answer, so it never conflicts
+with the holds that thread left (the in-process calls are serialized, so the modelled time stands
+in for the real service's).
 (b) Writes are counted per item with their times, so a test can name the hottest items and their
 peak writes per second (DynamoDB serves about 1,000 WCU per second on one partition, far fewer
 when every write is a transaction on one counter).
@@ -67,6 +71,8 @@ class _ItemWrites:
 class _Hold:
     until: float
     transactional: bool
+    caller: int
+    """The thread that made the call: its own later calls come after the answer."""
 
 
 class DynamoContention:
@@ -106,13 +112,14 @@ class DynamoContention:
         if transactional and len(writes) != len(params.get("TransactItems", [])):
             return  # an action on a table moto lacks: the call fails there, with no item to conflict on
         items = [item_id(w.table, w.key) for w in writes]
+        caller = threading.get_ident()
         with self._lock:
             now = self._clock()
-            conflicting = [self._conflicts_with(item, now, transactional=transactional) for item in items]
+            conflicting = [self._conflicts_with(item, now, caller, transactional=transactional) for item in items]
             if any(conflicting):
                 self._conflicts[operation] += 1
             else:
-                hold = _Hold(now + (self._transaction_s if transactional else self._write_s), transactional)
+                hold = _Hold(now + (self._transaction_s if transactional else self._write_s), transactional, caller)
                 for item in items:
                     self._holds.setdefault(item, []).append(hold)
                 self._held += len(items)
@@ -156,13 +163,13 @@ class DynamoContention:
             self._conflicts.clear()
             self._held = 0
 
-    def _conflicts_with(self, item: ItemId, now: float, *, transactional: bool) -> bool:
+    def _conflicts_with(self, item: ItemId, now: float, caller: int, *, transactional: bool) -> bool:
         holds = [hold for hold in self._holds.get(item, []) if hold.until > now]
         if holds:
             self._holds[item] = holds
         else:
             self._holds.pop(item, None)
-        return any(transactional or hold.transactional for hold in holds)
+        return any((transactional or hold.transactional) and hold.caller != caller for hold in holds)
 
     def _sweep(self, now: float) -> None:
         live = {item: [hold for hold in holds if hold.until > now] for item, holds in self._holds.items()}

@@ -77,6 +77,9 @@ class LocalFleet:
             visibility_max_s=10.0,
             catalog_max_age_days=config.claim_ttl_days - 1,
             allow_loopback=allow_loopback,
+            # Local files: small reads cost nothing, so the finalizer's buffers stay small.
+            output_span_bytes=1024 * 1024,
+            output_readers=2,
         )
         self.say = say or (lambda _: None)
 
