@@ -99,6 +99,9 @@ class StackConfig:
             "urls_per_message": self.urls_per_message,
             "run_deadline_hours": self.run_deadline_hours,
             "claim_ttl_days": self.claim_ttl_days,
+            "batch_size": self.batch_size,
+            "fetcher_memory_mb": self.fetcher.memory_mb,
+            "finalizer_memory_mb": self.finalizer.memory_mb,
         }
 
     def bucket_name(self, account: str, region: str) -> str:

@@ -80,8 +80,8 @@ class Frontier(Protocol):
         """Write each URL's result if it is not done yet; True where this call counted it."""
         ...
 
-    def scan(self, run_id: str) -> Iterator[UrlEntry]:
-        """Every URL entry of a run, in URL-hash order (strongly consistent reads)."""
+    def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
+        """Every URL entry of a run, in URL-hash order (strongly consistent reads unless told otherwise)."""
         ...
 
     def add_progress(self, run_id: str, delta: Progress) -> None:

@@ -40,6 +40,9 @@ class Settings(BaseModel):
     visibility_max_s: float = Field(default=900.0, ge=0, le=43_200)
     allow_loopback: bool = False
     """Only the local runner and tests set this; the stack never does."""
+    batch_size: int = Field(default=10, ge=1, le=10_000)
+    fetcher_memory_mb: int = Field(default=512, ge=128, le=10_240)
+    finalizer_memory_mb: int = Field(default=2048, ge=128, le=10_240)
 
     def tuning(self) -> Tuning:
         return Tuning(
@@ -49,6 +52,10 @@ class Settings(BaseModel):
             visibility_max_s=self.visibility_max_s,
             catalog_max_age_days=self.claim_ttl_days - 1,
             allow_loopback=self.allow_loopback,
+            urls_per_message=self.urls_per_message,
+            batch_size=self.batch_size,
+            fetcher_memory_mb=self.fetcher_memory_mb,
+            finalizer_memory_mb=self.finalizer_memory_mb,
         )
 
     @classmethod

@@ -111,6 +111,8 @@ class PageResult:
     """The records are the catalog run's, carried without a fetch (a 304, or an identical body)."""
     links: int = 0
     """Links this visit claimed for the run (what the progress hint adds to ``enqueued``)."""
+    ms: int = 0
+    """How long the visit waited on the site (its share of the fetcher's time, for the cost estimate)."""
 
     @property
     def records(self) -> int:
@@ -153,6 +155,8 @@ class PageResult:
             plain["w"] = [self.block.part, self.block.offset, self.block.length]
         if self.carried:
             plain["y"] = True
+        if self.ms:
+            plain["ms"] = self.ms
         return plain
 
     @classmethod
@@ -177,6 +181,7 @@ class PageResult:
             block=PartBlock(str(block[0]), int(block[1]), int(block[2])) if block else None,
             carried=bool(plain.get("y", False)),
             links=links,
+            ms=int(plain.get("ms", 0)),
         )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sluice.domain.cost import US_EAST_1, RunUsage
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally
@@ -26,6 +27,7 @@ from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
 from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_output
 from sluice.pipeline.services import Services
+from sluice.pipeline.usage import UsageCounter
 
 FINALIZING_STALE_S = 20 * 60
 """A run still finalizing after this long lost its finalizer (15-minute timeout): it is finalized again."""
@@ -49,44 +51,51 @@ def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = F
             return None
         # The finalizer died mid-way: every output key is rewritten whole, so doing it again is safe.
         logger.warning("finalizing again after an interrupted finalizer", extra={"crawl": crawl, "run_id": run_id})
-        tally, plan = _count(services, run)
-        return _finish(services, run, tally, plan)
+        return _finish(services, run, _count(services, run))
     as_it_stands = force or run.overdue
     if as_it_stands:
         if not services.ledger.begin_finalizing(crawl, run_id):
             return None
-        tally, plan = _count(services, run)
+        count = _count(services, run)
     else:
         if run.seeding:
             return None
-        tally, plan = _count(services, run)
-        if not tally.drained:
+        count = _count(services, run)
+        if not count.tally.drained:
             services.ledger.checked(crawl, run_id)
-            logger.info("run not drained yet", extra={"crawl": crawl, "run_id": run_id, "pending": tally.pending})
+            pending = count.tally.pending
+            logger.info("run not drained yet", extra={"crawl": crawl, "run_id": run_id, "pending": pending})
             return None
-        if sum(1 for _ in services.frontier.scan(run_id)) != tally.entries:
+        if sum(1 for _ in services.frontier.scan(run_id)) != count.tally.entries:
             logger.info("run still moving: finalizing later", extra={"crawl": crawl, "run_id": run_id})
             return None
         if not services.ledger.begin_finalizing(crawl, run_id):
             return None
-    return _finish(services, run, tally, plan)
+    return _finish(services, run, count)
 
 
-def _count(services: Services, run: RunState) -> tuple[RunTally, OutputPlan]:
-    tally = RunTally(seeds=run.seeds)
-    plan = OutputPlan(run.crawl, run.run_id, run.catalog_run)
+@dataclass
+class _Count:
+    tally: RunTally
+    plan: OutputPlan
+    usage: UsageCounter
+
+
+def _count(services: Services, run: RunState) -> _Count:
+    count = _Count(RunTally(seeds=run.seeds), OutputPlan(run.crawl, run.run_id, run.catalog_run), UsageCounter())
     for entry in services.frontier.scan(run.run_id):
-        tally.add(entry)
-        plan.add(entry)
-    return tally, plan
+        count.tally.add(entry)
+        count.plan.add(entry)
+        count.usage.add(entry)
+    return count
 
 
-def _finish(services: Services, run: RunState, tally: RunTally, plan: OutputPlan) -> Finalized:
-    crawl, run_id = run.crawl, run.run_id
+def _finish(services: Services, run: RunState, count: _Count) -> Finalized:
+    crawl, run_id, tally = run.crawl, run.run_id, count.tally
     started = time.monotonic()
     spec = services.spec(crawl)
     tuning = services.tuning
-    output = write_output(services.objects, plan, Reading(tuning.output_span_bytes, tuning.output_readers))
+    output = write_output(services.objects, count.plan, Reading(tuning.output_span_bytes, tuning.output_readers))
     previous = services.ledger.latest_finished(crawl, run_id)
     verdict = judge(
         tally.counts(output.records),
@@ -95,7 +104,17 @@ def _finish(services: Services, run: RunState, tally: RunTally, plan: OutputPlan
         finished=tally.drained,
     )
     summary = run_summary(run, tally, output, verdict, previous)
-    summary["finalize_s"] = round(time.monotonic() - started, 3)
+    finalize_s = time.monotonic() - started
+    variable, fixed = count.usage.usage(
+        tuning,
+        output,
+        seeds=run.seeds,
+        concurrency=spec.politeness.concurrency,
+        catalog=run.catalog_run is not None,
+        finalize_s=finalize_s,
+    )
+    summary["finalize_s"] = round(finalize_s, 3)
+    summary["cost"] = cost_section(variable, fixed, tally.enqueued)
     key = summary_key(crawl, run_id)
     services.objects.put(key, _json(summary), "application/json")
     emit_metrics(run, tally, output, verdict)
@@ -161,6 +180,19 @@ def run_summary(
             "checks": [{"check": ch.name, "ok": ch.ok, "message": ch.message} for ch in verdict.checks],
         },
         "outputs": {"records": output.folder, "files": output.files, "bytes": output.bytes},
+    }
+
+
+def cost_section(variable: RunUsage, fixed: RunUsage, pages: int) -> dict[str, Any]:
+    """The run's estimated AWS cost at list prices: per line, what grows with pages (per million) and what is fixed."""
+    grows, once = variable.price(), fixed.price()
+    return {
+        "estimated_usd": round(grows["total"] + once["total"], 6),
+        "per_million_pages_usd": round(grows["total"] / max(1, pages) * 1e6, 2),
+        "fixed_per_run_usd": round(once["total"], 6),
+        "lines_usd": {k: round(grows[k] + once[k], 6) for k in grows if k != "total"},
+        "usage": {"per_page_work": variable.as_dict(), "per_run": fixed.as_dict()},
+        "prices": f"{US_EAST_1.region}, on-demand list prices read {US_EAST_1.read_on}",
     }
 
 

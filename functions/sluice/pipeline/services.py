@@ -35,6 +35,11 @@ class Tuning:
     """The finalizer reads sources in ranges of up to this much (S3: large ranges, few requests)..."""
     output_readers: int = 8
     """...this many at once: its read buffers stay under ``output_span_bytes x output_readers``."""
+    urls_per_message: int = 10
+    batch_size: int = 10
+    fetcher_memory_mb: int = 512
+    finalizer_memory_mb: int = 2048
+    """What the stack gives the functions: the run's cost estimate prices their time with it."""
 
 
 @dataclass(frozen=True)

@@ -251,7 +251,11 @@ class _RunBatch:
                     return _Retry(task, Failed(task.url, "invocation time running out", True))
                 if not scope.allows(task.url):
                     return _Visit(task, _skipped(task, "out of the crawl's scope"))
-                return await _visit_url(spec, fetcher, task, last_try=queued.receive_count >= max_receives)
+                started = time.monotonic()
+                visit = await _visit_url(spec, fetcher, task, last_try=queued.receive_count >= max_receives)
+                if isinstance(visit, _Visit):
+                    visit.result = replace(visit.result, ms=round((time.monotonic() - started) * 1000))
+                return visit
 
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
         # others in flight on an event loop that stops (and is frozen) when the handler returns.

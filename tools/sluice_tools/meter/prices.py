@@ -1,8 +1,7 @@
 """List prices as data, and a tally priced in dollars, line by line.
 
-Prices are those docs/costs.md gives: us-east-1, on-demand, free tiers ignored, read in November
-2026. Check the current price list before relying on a number; pass another :class:`PriceList` to
-price elsewhere.
+The price list is the one the finalizer estimates each run's cost with (``sluice.domain.cost``):
+us-east-1, on-demand, free tiers ignored, read in November 2026.
 """
 
 from __future__ import annotations
@@ -13,36 +12,12 @@ from typing import Any, Literal
 
 from botocore.session import get_session
 
+from sluice.domain.cost import GB, US_EAST_1, PriceList
+
+__all__ = ["US_EAST_1", "Cost", "PriceList", "price", "s3_request_class"]
 from sluice_tools.meter.tally import Tally
 
 S3RequestClass = Literal["put", "get", "free"]
-GB = 1024**3
-"""AWS bills data in binary gigabytes."""
-
-
-@dataclass(frozen=True)
-class PriceList:
-    """Dollars per unit for what a run uses."""
-
-    region: str = "us-east-1"
-    read_on: str = "2026-11"
-    source: str = "docs/costs.md"
-    dynamodb_per_million_wru: float = 0.625
-    dynamodb_per_million_rru: float = 0.125
-    s3_per_thousand_put: float = 0.005
-    """PUT, COPY, POST and LIST requests (S3 Standard)."""
-    s3_per_thousand_get: float = 0.0004
-    """GET, SELECT and all other requests (S3 Standard)."""
-    sqs_per_million: float = 0.40
-    """Standard queue requests, as billed (64 KB chunks)."""
-    lambda_per_gb_s: float = 0.0000133334
-    """arm64 duration."""
-    lambda_per_million_requests: float = 0.20
-    logs_per_gb: float = 0.50
-    """CloudWatch Logs ingestion."""
-
-
-US_EAST_1 = PriceList()
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,10 @@ class LocalFleet:
             # Local files: small reads cost nothing, so the finalizer's buffers stay small.
             output_span_bytes=1024 * 1024,
             output_readers=2,
+            urls_per_message=config.urls_per_message,
+            batch_size=config.batch_size,
+            fetcher_memory_mb=config.fetcher.memory_mb,
+            finalizer_memory_mb=config.finalizer.memory_mb,
         )
         self.say = say or (lambda _: None)
 

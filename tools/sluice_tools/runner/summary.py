@@ -51,6 +51,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "skips": s.get("skips", {}),
         "rejected": s.get("rejected", {}),
         "previous_run": s["previous_run"],
+        "cost": s.get("cost"),
         "outputs": run.outputs,
     }
 
@@ -88,6 +89,12 @@ def as_text(run: LocalRun) -> str:
         lines.append(f"  dead-letter queue: {len(run.dead_letters)} message(s) (see docs/operations.md to redrive)")
     for alert in v["alerts"]:
         lines.append(f"  ALERT {alert['check']}: {alert['message']}")
+    cost = s.get("cost")
+    if cost:
+        lines.append(
+            f"  cost     ~${cost['estimated_usd']:.4f} on AWS: ${cost['per_million_pages_usd']:.2f} per million pages"
+            f" + ${cost['fixed_per_run_usd']:.4f} per run"
+        )
     lines.append(f"  records  {run.outputs['records']}")
     lines.append(f"  summary  {run.outputs['summary']}")
     if "logs" in run.outputs:

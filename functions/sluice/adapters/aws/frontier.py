@@ -91,14 +91,14 @@ class DynamoFrontier:
             raise
         return True
 
-    def scan(self, run_id: str) -> Iterator[UrlEntry]:
+    def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
         paginator = self._db.get_paginator("query")
         for partition in range(keys.URL_PARTITIONS):  # partition H holds hashes starting with H: hash order
             pages = paginator.paginate(
                 TableName=self.table,
                 KeyConditionExpression="pk = :p",
                 ExpressionAttributeValues=to_item({":p": keys.url_partition(run_id, partition)}),
-                ConsistentRead=True,
+                ConsistentRead=consistent,
             )
             for page in pages:
                 yield from map(_entry, page["Items"])

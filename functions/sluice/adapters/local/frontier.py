@@ -79,7 +79,7 @@ class SqliteFrontier:
                 counted.append(row is not None)
         return counted
 
-    def scan(self, run_id: str) -> Iterator[UrlEntry]:
+    def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
         last = ""
         while True:
             with self._db.reading() as db:

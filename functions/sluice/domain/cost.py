@@ -1,0 +1,86 @@
+"""What a run costs on AWS, estimated from the run's own counts at list prices.
+
+The finalizer fills a :class:`RunUsage` from what it counted (URL results and their sizes, links
+claimed, parts and output written, time spent fetching) and prices it; ``make cost`` checks the
+estimate against every call metered on the emulated stack. Prices: us-east-1, on-demand, free
+tiers ignored, read in November 2026 (see docs/costs.md); pass another :class:`PriceList` to
+price elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+GB = 1024**3
+"""AWS bills data in binary gigabytes."""
+
+
+@dataclass(frozen=True)
+class PriceList:
+    """Dollars per unit for what a run uses."""
+
+    region: str = "us-east-1"
+    read_on: str = "2026-11"
+    source: str = "docs/costs.md"
+    dynamodb_per_million_wru: float = 0.625
+    dynamodb_per_million_rru: float = 0.125
+    s3_per_thousand_put: float = 0.005
+    """PUT, COPY, POST and LIST requests (S3 Standard)."""
+    s3_per_thousand_get: float = 0.0004
+    """GET, SELECT and all other requests (S3 Standard)."""
+    sqs_per_million: float = 0.40
+    """Standard queue requests, as billed (64 KB chunks)."""
+    lambda_per_gb_s: float = 0.0000133334
+    """arm64 duration."""
+    lambda_per_million_requests: float = 0.20
+    logs_per_gb: float = 0.50
+    """CloudWatch Logs ingestion."""
+
+
+US_EAST_1 = PriceList()
+
+
+@dataclass(frozen=True, slots=True)
+class RunUsage:
+    """What a run used, as counted by its finalizer (the estimate's inputs, shown in the summary)."""
+
+    write_units: float
+    """DynamoDB: each URL's result (by its size), each link's claim, progress reports, the run item."""
+    read_units: float
+    """DynamoDB: the batches' look-ups of their URLs, the scheduler's and the finalizer's scans."""
+    s3_puts: int
+    s3_gets: int
+    sqs_requests: float
+    lambda_gb_s: float
+    lambda_requests: int
+    log_bytes: int
+
+    def price(self, prices: PriceList = US_EAST_1) -> dict[str, float]:
+        """Dollars per line, and ``total``."""
+        lines = {
+            "dynamodb_writes": self.write_units * prices.dynamodb_per_million_wru / 1e6,
+            "dynamodb_reads": self.read_units * prices.dynamodb_per_million_rru / 1e6,
+            "s3_put_class": self.s3_puts * prices.s3_per_thousand_put / 1e3,
+            "s3_get_class": self.s3_gets * prices.s3_per_thousand_get / 1e3,
+            "sqs": self.sqs_requests * prices.sqs_per_million / 1e6,
+            "lambda_compute": self.lambda_gb_s * prices.lambda_per_gb_s,
+            "lambda_requests": self.lambda_requests * prices.lambda_per_million_requests / 1e6,
+            "logs": self.log_bytes / GB * prices.logs_per_gb,
+        }
+        return lines | {"total": sum(lines.values())}
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def write_units(item_bytes: int) -> int:
+    """DynamoDB's write request units for an item of this size: one per KB, at least one."""
+    return max(1, math.ceil(item_bytes / 1024))
+
+
+def read_units(total_bytes: int, *, consistent: bool) -> float:
+    """Read request units for reading this many bytes of items in one Query or Scan."""
+    units = math.ceil(total_bytes / 4096)
+    return float(units) if consistent else units / 2

@@ -1,0 +1,122 @@
+"""A run's AWS usage, counted by its finalizer from the run's own URLs: the inputs of its cost estimate.
+
+Every figure follows from what the pipeline does per URL, per batch and per run (see
+docs/costs.md for the same arithmetic, and ``make cost`` for the metered calls it is checked
+against). Where the finalizer cannot know a count (invocations, messages), it derives it from the
+stack's batch shape; the summary shows the inputs beside the dollars.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.domain.cost import RunUsage, read_units, write_units
+from sluice.domain.pages import UrlEntry
+from sluice.pipeline.output import OutputSummary
+from sluice.pipeline.services import Tuning
+
+ITEM_OVERHEAD_BYTES = 85
+"""A URL item's key (``pk``, ``sk``), status and expiry attributes, around its result."""
+PART_BYTES = 16 * 1024 * 1024
+PROGRESS_SHARDS = 16
+LOG_BYTES_PER_BATCH = 700
+LOG_BYTES_PER_PROBLEM = 500
+SCHEDULER_S = 1.0
+
+
+def item_bytes(item: Mapping[str, Any]) -> int:
+    """A plain item's size as DynamoDB counts it: each top-level attribute's name and value."""
+    return sum(len(name.encode()) + plain_bytes(value) for name, value in item.items())
+
+
+def plain_bytes(value: Any) -> int:
+    """A plain value's size as DynamoDB counts it (names and values; numbers about a byte per two digits)."""
+    if value is None or isinstance(value, bool):
+        return 1
+    if isinstance(value, int | float):
+        return len(str(value)) // 2 + 1
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, Mapping):
+        return 3 + sum(len(str(k).encode()) + plain_bytes(v) + 1 for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 3 + sum(plain_bytes(v) + 1 for v in value)
+    return len(str(value))
+
+
+@dataclass
+class UsageCounter:
+    """Accumulates, entry by entry, what the run's URLs cost to write and read."""
+
+    entries: int = 0
+    done: int = 0
+    links: int = 0
+    problems: int = 0
+    item_bytes: int = 0
+    result_units: int = 0
+    fetch_ms: int = 0
+    parts: set[str] = field(default_factory=set)
+
+    def add(self, entry: UrlEntry) -> None:
+        self.entries += 1
+        self.links += entry.origin == "link"
+        result = entry.result
+        if result is None:
+            self.item_bytes += ITEM_OVERHEAD_BYTES + len(entry.url) + 20
+            return
+        size = ITEM_OVERHEAD_BYTES + item_bytes(result.to_plain())
+        self.done += 1
+        self.item_bytes += size
+        self.result_units += write_units(size)
+        self.fetch_ms += result.ms
+        self.problems += result.outcome in ("failed", "skipped")
+        if result.block is not None:
+            self.parts.add(result.block.part)
+
+    def usage(
+        self, tuning: Tuning, output: OutputSummary, *, seeds: int, concurrency: int, catalog: bool, finalize_s: float
+    ) -> tuple[RunUsage, RunUsage]:
+        """(what grows with the run's pages, what any run costs once)."""
+        per_batch = tuning.urls_per_message * tuning.batch_size
+        batches = max(1, math.ceil(self.done / per_batch))
+        messages = math.ceil(seeds / tuning.urls_per_message) + math.ceil(self.links / tuning.urls_per_message)
+        # Each batch: its URLs looked up (eventually consistent, half a unit each), the run read twice,
+        # the progress shards read once; the finalizer scans the URLs twice, the scheduler its catalog twice.
+        reads = 0.5 * (self.done + self.links) + batches * (2 + PROGRESS_SHARDS / 2)
+        reads += 2 * read_units(self.item_bytes, consistent=True)
+        if catalog:
+            reads += 2 * read_units(self.item_bytes, consistent=False)
+        output_puts = sum(_upload_requests(int(str(f["bytes"]))) for f in output.files)
+        spans = math.ceil(output.bytes / max(1, tuning.output_span_bytes))
+        fetcher_s = self.fetch_ms / 1000 / max(1, concurrency)
+        variable = RunUsage(
+            write_units=self.result_units + self.links + batches,
+            read_units=reads,
+            s3_puts=len(self.parts) + output_puts,
+            s3_gets=len(self.parts) + spans + (min(batches, 20) if self.links else 0),
+            sqs_requests=3 * math.ceil(messages / 10),
+            lambda_gb_s=fetcher_s * tuning.fetcher_memory_mb / 1024,
+            lambda_requests=batches,
+            log_bytes=batches * LOG_BYTES_PER_BATCH + self.problems * LOG_BYTES_PER_PROBLEM,
+        )
+        fixed = RunUsage(
+            write_units=8,  # the run item and the lock, a handful of times
+            read_units=4,
+            s3_puts=4,  # the seed set, page index, manifest, summary
+            s3_gets=1,
+            sqs_requests=0,
+            lambda_gb_s=(finalize_s + SCHEDULER_S) * tuning.finalizer_memory_mb / 1024,
+            lambda_requests=2,
+            log_bytes=2 * LOG_BYTES_PER_BATCH,
+        )
+        return variable, fixed
+
+
+def _upload_requests(size: int) -> int:
+    """One PUT under a multipart part's size; else create, one request per part, complete."""
+    return 1 if size < PART_BYTES else math.ceil(size / PART_BYTES) + 2
