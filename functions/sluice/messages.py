@@ -62,6 +62,8 @@ class UrlTask(_Message):
     parent: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     """The first 16 hex characters of the URL hash of the page that claimed this link."""
     prior: PriorState | None = None
+    again: bool = False
+    """Sent before (a re-sent link, a resumed fan-out): it may be done already, so it is looked up first."""
 
 
 class CrawlMessage(_Message):

@@ -27,7 +27,7 @@ from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.runner.local import LocalFleet
 
 CRAWL = "resumable"
-LISTINGS = 200
+LISTINGS = 400
 BOOKS = LISTINGS * 20
 KILL_WAIT_S = 60.0
 
@@ -68,8 +68,12 @@ def done_urls(state: Path) -> set[str]:
 
 
 def kill_when(spec: Path, state: Path, ready: Callable[[Path], bool]) -> set[str]:
-    """Start ``sluice run``, SIGKILL it once ``ready(state)``; return the URLs it had counted by then."""
-    with subprocess.Popen(command(spec, state), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:  # noqa: S603
+    """Start ``sluice run``, SIGKILL it once ``ready(state)``; return the URLs it had counted by then.
+
+    One worker: batches of 100 URLs finish one after another, so a kill point between them exists.
+    """
+    killed = command(spec, state, "--workers", "1")
+    with subprocess.Popen(killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:  # noqa: S603
         deadline = time.monotonic() + KILL_WAIT_S
         try:
             while not ready(state):

@@ -70,7 +70,11 @@ def claim_links(
     if not candidates:
         return 0
     known = services.frontier.entries(run.run_id, list(candidates))
-    resend = [t for h, t in candidates.items() if h in known and not known[h].done and known[h].parent == t.parent]
+    resend = [
+        t.model_copy(update={"again": True})
+        for h, t in candidates.items()
+        if h in known and not known[h].done and known[h].parent == t.parent
+    ]
     fresh = [t for h, t in candidates.items() if h not in known]
     won = services.frontier.claim(run.run_id, fresh, seeds=run.seeds, max_pages=spec.follow.max_pages)
     if won or resend:

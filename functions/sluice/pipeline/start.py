@@ -52,7 +52,7 @@ class StartResult:
 def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], float]) -> StartResult:
     """Open a run (or continue one's fan-out) and enqueue seeds until done or ``time_left()`` runs low."""
     spec = services.spec(event.crawl)
-    run = _open_or_resume(event, services, spec)
+    run, retried = _open_or_resume(event, services, spec)
     plan = SeedPlan(services, spec, run)
     offset = max(event.offset, run.fanned_out)
     if offset == 0:
@@ -69,7 +69,10 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
         total = run.seeds
     first = offset
     enqueued = 0
-    tasks = islice(plan.tasks(), offset, None)
+    tasks: Iterator[UrlTask] = islice(plan.tasks(), offset, None)
+    if offset > event.offset or retried:
+        # A fan-out that died part-way: what it sends now may have been sent already.
+        tasks = (t.model_copy(update={"again": True}) for t in tasks)
     started = recorded = time.monotonic()
     while chunk := list(islice(tasks, CHUNK)):
         services.queue.send(spec.name, run.run_id, chunk)
@@ -97,27 +100,35 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
     return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=True, catalog_run=run.catalog_run)
 
 
-def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> RunState:
+def _retried_run(event: StartEvent, services: Services, spec: CrawlSpec) -> str | None:
+    """The run a retried start opened (Lambda retries a failed start with the same trigger)."""
+    if event.run_id is not None or event.trigger is None:
+        return None
+    lock = services.ledger.active_run(spec.name)
+    return lock.run_id if lock is not None and lock.trigger == event.trigger else None
+
+
+def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> tuple[RunState, bool]:
+    """The run to fan out, and whether this is a retried start resuming the run it opened."""
     ledger = services.ledger
     run_id = event.run_id
-    if run_id is None and event.trigger is not None:
-        lock = ledger.active_run(spec.name)
-        if lock is not None and lock.trigger == event.trigger:
-            # Lambda retried a start that died mid-fan-out: the run it opened is this start's own.
-            run_id = lock.run_id
-            logger.warning("start retried: resuming its run", extra={"crawl": spec.name, "run_id": run_id})
+    retried = False
+    if run_id is None and (held := _retried_run(event, services, spec)) is not None:
+        # Lambda retried a start that died mid-fan-out: the run it opened is this start's own.
+        run_id, retried = held, True
+        logger.warning("start retried: resuming its run", extra={"crawl": spec.name, "run_id": run_id})
     if run_id is not None:
         run = ledger.get_run(spec.name, run_id)
         if run is None:
             raise LookupError(f"run {run_id} of crawl {spec.name!r} does not exist")
-        return run
+        return run, retried
     catalog = catalog_run(services, spec.name)
     deadline = timedelta(hours=services.tuning.run_deadline_hours)
     run = ledger.open_run(
         spec.name, spec.digest(), deadline, trigger=event.trigger, catalog_run=catalog.run_id if catalog else None
     )
     logger.info("run opened", extra={"crawl": spec.name, "run_id": run.run_id, "catalog_run": run.catalog_run})
-    return run
+    return run, False
 
 
 def catalog_run(services: Services, crawl: str) -> RunState | None:

@@ -239,7 +239,10 @@ class _RunBatch:
         for queued, message in self.group:
             for task in message.tasks:
                 owner.setdefault(url_hash(task.url), (queued, task))  # a URL twice in a batch is visited once
-        known = await asyncio.to_thread(services.frontier.entries, self.run_id, list(owner))
+        # Only a message seen before, or a task sent again, can hold a URL already done: look those up.
+        # (A duplicate SQS delivery, which SQS makes rarely, is fetched again and counted once.)
+        maybe_done = [h for h, (q, t) in owner.items() if q.receive_count > 1 or t.again]
+        known = await asyncio.to_thread(services.frontier.entries, self.run_id, maybe_done) if maybe_done else {}
         todo = [(h, q, t) for h, (q, t) in owner.items() if not _done(known.get(h))]
         fetcher = self.container.fetcher(spec)
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
