@@ -29,6 +29,14 @@ from bench.common import ITEMS_PER_PAGE, RESULT_PREFIX
 from bench.server import ServerProcess
 
 CLIENTS = ("sluice", "scrapy", "recipe")
+PIPELINE_CLIENTS = (
+    ("sluice", "default"),
+    ("pipeline", "first"),
+    ("pipeline", "nightly"),
+    ("scrapy_stateful", "batched"),
+)
+"""The engine alone, ``sluice run`` on the local store (a first and a nightly run), the seed's stateful recipe."""
+PIPELINE_CONCURRENCY = 32
 TRANSPORTS = ("default", "httpx", "httpx-sharded")
 RESULTS = Path("bench/results")
 CLIENT_TIMEOUT_S = 300.0
@@ -143,7 +151,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--heavy-pages", type=int, help="heavy (~400 KB) pages for the RSS run, 0 skips (default 500; --quick 100)")
     add("--heavy-clients", default="sluice,scrapy", help="clients in the heavy-page run")
     add("--transports", default=",".join(TRANSPORTS), help="sluice transports to compare ('' skips)")
-    add("--max-minutes", type=float, default=14.0, help="runs that would start later are skipped")
+    add("--pipeline-pages", help="listing pages for the pipeline runs, comma list (default 1000,10000; --quick 300)")
+    add("--no-pipeline", action="store_true", help="skip sluice run vs sluice crawl vs the stateful recipe")
+    add("--max-minutes", type=float, default=25.0, help="runs that would start later are skipped")
     add("--quiet-wait", type=float, default=120.0, help="total seconds to spend waiting for a quiet machine")
     add("--no-docs", action="store_true", help="leave docs/benchmarks.md and latest.json alone (--quick implies it)")
     args = parser.parse_args(argv)
@@ -155,6 +165,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.heavy_clients = [c for c in args.heavy_clients.split(",") if c]
     args.transports = [] if args.quick else [t for t in args.transports.split(",") if t]
     args.no_docs = args.no_docs or args.quick
+    pipeline = args.pipeline_pages or ("300" if args.quick else "1000,10000")
+    args.pipeline_pages = [] if args.no_pipeline else [int(p) for p in pipeline.split(",") if p]
     for name in (*args.clients, *args.heavy_clients):
         if name not in CLIENTS:
             parser.error(f"unknown client {name!r}")
@@ -186,7 +198,9 @@ def main(argv: list[str] | None = None) -> None:
         "matrix": [],
         "heavy": [],
         "transports": [],
+        "pipeline": [],
     }
+    result["config"]["pipeline"] = {"pages": args.pipeline_pages, "concurrency": PIPELINE_CONCURRENCY}
     print(f"bench: {args.pages} pages, {lat:g} ms latency, in flight {args.concurrency}, clients {args.clients}")
     with ServerProcess(books=args.pages * ITEMS_PER_PAGE, prerender=args.pages, latency_ms=lat) as server:
         print(f"server {server.base}: {args.pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
@@ -206,11 +220,30 @@ def main(argv: list[str] | None = None) -> None:
             print(f"heavy server {server.base}: {pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
             for client in args.heavy_clients:
                 result["heavy"].append(harness.run(client, server, pages, HEAVY_CONCURRENCY))
+    if args.pipeline_pages:
+        result["pipeline"] = pipeline_runs(harness, args.pipeline_pages)
     result["breakdown"] = breakdown() if "sluice" in args.clients else {}
     _label_transports(result["transports"])
     result["cpu_ratios"] = report.cpu_ratios(result["matrix"])
     result["targets"] = report.targets(result)
     _write(result, stamp, args)
+
+
+def pipeline_runs(harness: Harness, sizes: list[int]) -> list[Run]:
+    """At each size: the engine, a first and a nightly ``sluice run``, the stateful recipe; then the docs site."""
+    runs: list[Run] = []
+    largest = max(sizes)
+    n = PIPELINE_CONCURRENCY
+    with ServerProcess(books=largest * ITEMS_PER_PAGE, prerender=largest, latency_ms=harness.latency_ms) as server:
+        print(f"pipeline server {server.base}: {largest} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
+        for pages in sizes:
+            print(f"pipeline, {pages} listing pages, {n} in flight:", flush=True)
+            for client, variant in PIPELINE_CLIENTS:
+                runs.append(harness.run(client, server, pages, n, variant) | {"size": pages})
+        print(f"pipeline, link-heavy docs site, {n} in flight:", flush=True)
+        for client in ("sluice", "pipeline"):
+            runs.append(harness.run(client, server, 2000, n, "docs") | {"size": "docs"})
+    return runs
 
 
 def breakdown() -> dict[str, dict[str, float]]:

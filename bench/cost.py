@@ -1,0 +1,286 @@
+"""`make cost`: what a run costs on AWS, from every call it makes, counted and priced.
+
+    .venv/bin/python -m bench.cost                 # demo crawl and link-heavy crawl, first and nightly runs
+    .venv/bin/python -m bench.cost --pages 500     # smaller (the figures per million pages barely move)
+
+Each scenario runs the real Lambda handlers on moto (``sluice run --emulate-aws``) against the demo
+site on 127.0.0.1 with 300 ms of latency: every botocore call is metered (requests by operation,
+DynamoDB units from item sizes, failed conditions included, S3 request classes, SQS 64 KB chunks)
+and each handler invocation is timed. Lambda is priced at the measured invocation time and the
+stack's memory. The result is written to bench/results/cost-latest.json and docs/costs.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from infra.config import DEFAULT
+
+from bench import cost_report
+from sluice.domain.cost import US_EAST_1
+from sluice.handlers import fetcher, finalizer, scheduler
+from sluice.spec import parse_spec
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
+from sluice_tools.emulate import runner as emulated
+from sluice_tools.meter.aws_meter import AwsMeter
+from sluice_tools.meter.calls import observe_calls
+from sluice_tools.meter.prices import price
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+LATENCY_MS = 300
+NIGHTLY_CHANGED_PAGES = 0.02
+WORKERS = 2
+RUNNER_ONLY = frozenset({"sqs.GetQueueAttributes"})
+"""Calls the emulated runner makes to watch the queue: no deployed function makes them."""
+
+
+@dataclass
+class Timings:
+    """Handler invocations: how many, and their wall time (what Lambda bills)."""
+
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, function: str, seconds: float) -> None:
+        self.seconds.setdefault(function, []).append(seconds)
+
+    def gb_s(self) -> dict[str, float]:
+        memory = {"scheduler": DEFAULT.scheduler.memory_mb, "fetcher": DEFAULT.fetcher.memory_mb}
+        memory["finalizer"] = DEFAULT.finalizer.memory_mb
+        return {f: sum(s) * memory[f] / 1024 for f, s in self.seconds.items()}
+
+
+class _Gate:
+    """The meter, seeing only what the deployed functions would do: not the runner's own watching.
+
+    The runner's main thread only watches (the run's state, the queue's depth) except while it
+    plays EventBridge or an async invoke by calling a handler; every other thread is a fetcher
+    container or one of the adapters' pools.
+    """
+
+    def __init__(self, meter: AwsMeter) -> None:
+        self.meter = meter
+        self.main = threading.main_thread()
+        self.in_handler = False
+        self.active = False
+        self.empty_receives = 0
+
+    def _counts(self, service: str, operation: str) -> bool:
+        if not self.active or f"{service}.{operation}" in RUNNER_ONLY:
+            return False
+        return threading.current_thread() is not self.main or self.in_handler
+
+    def before(self, service: str, operation: str, params: Mapping[str, Any]) -> None:
+        if self._counts(service, operation) and operation != "ReceiveMessage":
+            self.meter.before(service, operation, params)
+
+    def after(
+        self,
+        service: str,
+        operation: str,
+        params: Mapping[str, Any],
+        response: Mapping[str, Any] | None,
+        error: BaseException | None,
+        elapsed_s: float,
+    ) -> None:
+        if not self._counts(service, operation):
+            return
+        if operation == "ReceiveMessage":
+            # The emulated event source polls every 50 ms; AWS's long-polls and bills its idle polls by
+            # the minute, not by the run (docs/costs.md counts them with the fixed monthly costs).
+            if not (response or {}).get("Messages"):
+                self.empty_receives += 1
+                return
+            self.meter.before(service, operation, params)
+        self.meter.after(service, operation, params, response, error, elapsed_s)
+
+
+@contextmanager
+def timed_handlers(timings: Timings, gate: _Gate) -> Iterator[None]:
+    """Time every handler invocation; open the gate while a run is under way."""
+    real = {"scheduler": scheduler.handler, "fetcher": fetcher.handler, "finalizer": finalizer.handler}
+
+    def wrap(name: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(event: Any, context: Any) -> Any:
+            on_main = threading.current_thread() is gate.main
+            if name == "scheduler":
+                gate.active = True
+            if on_main:
+                gate.in_handler = True
+            started = time.perf_counter()
+            try:
+                return handler(event, context)
+            finally:
+                timings.add(name, time.perf_counter() - started)
+                if on_main:
+                    gate.in_handler = False
+
+        return timed
+
+    for name, handler in real.items():
+        {"scheduler": scheduler, "fetcher": fetcher, "finalizer": finalizer}[name].handler = wrap(name, handler)
+    try:
+        yield
+    finally:
+        scheduler.handler, fetcher.handler, finalizer.handler = real["scheduler"], real["fetcher"], real["finalizer"]
+        gate.active = False
+
+
+def _spec(name: str, base_url: str, pages: int) -> dict[str, Any]:
+    """A shipped demo spec aimed at the running site, seeding ``pages`` listing pages (books) as shipped."""
+    data: dict[str, Any] = yaml.safe_load((ROOT / "crawls" / f"{name}.yaml").read_text(encoding="utf-8"))
+    text = json.dumps(data).replace("http://127.0.0.1:8710", base_url)
+    text = text.replace("127\\\\.0\\\\.0\\\\.1:8710", "127\\\\.0\\\\.0\\\\.1:" + base_url.rsplit(":", 1)[1])
+    data = json.loads(text)
+    if name == "demo-books":
+        data["seeds"]["range"]["stop"] = pages
+        data["follow"]["max_pages"] = pages + 10
+    return data
+
+
+def run_scenario(
+    label: str, folder: Path, data: dict[str, Any], site: RunningDemoSite, before: Callable[[], None]
+) -> dict[str, Any]:
+    """One run of ``data`` through the emulated stack, every call metered; the run's figures."""
+    specs = folder / "crawls"
+    specs.mkdir(parents=True, exist_ok=True)
+    spec = parse_spec(data)
+    (specs / f"{spec.name}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    before()
+    meter, timings = AwsMeter(), Timings()
+    gate = _Gate(meter)
+    started = time.perf_counter()
+    with observe_calls(gate), timed_handlers(timings, gate):
+        run = emulated.EmulatedRunner(specs, folder / "state", workers=WORKERS, allow_loopback=True).run(spec)
+    wall = time.perf_counter() - started
+    tally = meter.tally()
+    gb_s = timings.gb_s()
+    invocations = sum(len(s) for s in timings.seconds.values())
+    log_bytes = _log_bytes(Path(run.outputs["logs"]))
+    cost = price(tally, lambda_gb_s=sum(gb_s.values()), lambda_invocations=invocations, log_bytes=log_bytes)
+    pages = run.summary["pages"]
+    done = pages["fetched"] + pages["not_modified"] + pages["failed"] + pages["skipped"]
+    return {
+        "label": label,
+        "crawl": spec.name,
+        "concurrency": spec.politeness.concurrency,
+        "pages": done,
+        "fetched": pages["fetched"],
+        "not_modified": pages["not_modified"],
+        "records": run.summary["records"]["total"],
+        "healthy": run.summary["verdict"]["healthy"],
+        "wall_s": round(wall, 2),
+        "cost": cost.as_dict(),
+        "per_million_pages_usd": round(cost.total / max(1, done) * 1e6, 3),
+        "summary_estimate": run.summary.get("cost"),
+        "lambda": {
+            "invocations": {f: len(s) for f, s in timings.seconds.items()},
+            "seconds": {f: round(sum(s), 2) for f, s in timings.seconds.items()},
+            "gb_s": {f: round(v, 3) for f, v in gb_s.items()},
+        },
+        "log_bytes": log_bytes,
+        "calls": {op: t.requests for op, t in sorted(tally.operations.items())},
+        "dynamodb": {
+            "wru": tally.wru,
+            "rru": tally.rru,
+            "wru_per_page": round(tally.wru / max(1, done), 3),
+            "wru_by_partition": tally.wru_by_partition,
+        },
+        "s3": {"bytes_up": tally.s3_bytes_up, "bytes_down": tally.s3_bytes_down},
+        "sqs_billed_requests": tally.sqs_billed_requests,
+        "site_requests": site.stats.total,
+        "empty_receives_left_out": gate.empty_receives,
+    }
+
+
+def _memory() -> dict[str, int]:
+    return {
+        "scheduler": DEFAULT.scheduler.memory_mb,
+        "fetcher": DEFAULT.fetcher.memory_mb,
+        "finalizer": DEFAULT.finalizer.memory_mb,
+    }
+
+
+def _log_bytes(path: Path) -> int:
+    """What CloudWatch Logs would ingest: the functions' JSON lines (EMF documents included)."""
+    return path.stat().st_size if path.exists() else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make cost", description=__doc__)
+    parser.add_argument("--pages", type=int, default=2000, help="listing pages of the demo crawl (default 2000)")
+    parser.add_argument("--docs", type=int, default=2000, help="pages of the link-heavy docs site (default 2000)")
+    parser.add_argument("--no-docs-update", action="store_true", help="do not rewrite docs/costs.md")
+    args = parser.parse_args(argv)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
+        os.environ.setdefault(name, "testing")
+    books = args.pages * 20
+    # A book changes with this probability: a listing page (20 books) changes with 2%.
+    per_book = 1 - (1 - NIGHTLY_CHANGED_PAGES) ** (1 / 20)
+    work = Path(tempfile.mkdtemp(prefix="sluice-cost-"))
+    scenarios: list[dict[str, Any]] = []
+    with running_demo_site(books=books, docs_pages=args.docs, latency_ms=LATENCY_MS) as site:
+        books_spec = _spec("demo-books", site.base_url, args.pages)
+        docs_spec = _spec("demo-docs", site.base_url, args.docs)
+        plans = [
+            ("demo crawl, first run", "books", books_spec, lambda: None),
+            (
+                "demo crawl, nightly (2% of pages changed)",
+                "books",
+                books_spec,
+                lambda: site.set_catalogue(books=books, docs_pages=args.docs, version=1, changed_fraction=per_book),
+            ),
+            ("link-heavy crawl, first run", "docs", docs_spec, lambda: None),
+            (
+                "link-heavy crawl, nightly (2% of pages changed)",
+                "docs",
+                docs_spec,
+                lambda: site.set_catalogue(books=books, docs_pages=args.docs, version=2, changed_fraction=0.02),
+            ),
+        ]
+        for label, folder, data, before in plans:
+            site.stats.reset()
+            result = run_scenario(label, work / folder, data, site, before)
+            scenarios.append(result)
+            modeled = cost_report.per_million(
+                {"memory_mb": _memory(), "site_latency_ms": LATENCY_MS, "prices": vars(US_EAST_1)},
+                result,
+                result["concurrency"],
+            )
+            print(
+                f"{label}: {result['pages']} pages ({result['fetched']} fetched, {result['not_modified']} not modified)"
+                f" ${result['cost']['total']:.4f} metered; per million pages ${modeled['total']:.2f}"
+                f" ({result['dynamodb']['wru_per_page']} WRU/page); {result['wall_s']} s",
+                flush=True,
+            )
+    report = {
+        "command": "make cost",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "site_latency_ms": LATENCY_MS,
+        "workers": WORKERS,
+        "memory_mb": _memory(),
+        "prices": {k: v for k, v in vars(US_EAST_1).items()},
+        "scenarios": scenarios,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "cost-latest.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if not args.no_docs_update:
+        concurrency = {str(s["crawl"]): int(s["concurrency"]) for s in scenarios}
+        (ROOT / "docs" / "costs.md").write_text(cost_report.render(report, concurrency), encoding="utf-8")
+        print("wrote docs/costs.md and bench/results/cost-latest.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
