@@ -153,6 +153,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--transports", default=",".join(TRANSPORTS), help="sluice transports to compare ('' skips)")
     add("--pipeline-pages", help="listing pages for the pipeline runs, comma list (default 1000,10000; --quick 300)")
     add("--no-pipeline", action="store_true", help="skip sluice run vs sluice crawl vs the stateful recipe")
+    add("--finalize-pages", help="run sizes whose finalizing is measured (default 10000,50000; --quick: none)")
     add("--max-minutes", type=float, default=25.0, help="runs that would start later are skipped")
     add("--quiet-wait", type=float, default=120.0, help="total seconds to spend waiting for a quiet machine")
     add("--no-docs", action="store_true", help="leave docs/benchmarks.md and latest.json alone (--quick implies it)")
@@ -165,6 +166,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.heavy_clients = [c for c in args.heavy_clients.split(",") if c]
     args.transports = [] if args.quick else [t for t in args.transports.split(",") if t]
     args.no_docs = args.no_docs or args.quick
+    finalize = args.finalize_pages if args.finalize_pages is not None else ("" if args.quick else "10000,50000")
+    args.finalize_pages = [int(p) for p in finalize.split(",") if p]
     pipeline = args.pipeline_pages or ("300" if args.quick else "1000,10000")
     args.pipeline_pages = [] if args.no_pipeline else [int(p) for p in pipeline.split(",") if p]
     for name in (*args.clients, *args.heavy_clients):
@@ -222,6 +225,8 @@ def main(argv: list[str] | None = None) -> None:
                 result["heavy"].append(harness.run(client, server, pages, HEAVY_CONCURRENCY))
     if args.pipeline_pages:
         result["pipeline"] = pipeline_runs(harness, args.pipeline_pages)
+    if args.finalize_pages:
+        result["finalizer"] = finalizer_scale(args.finalize_pages)
     result["breakdown"] = breakdown() if "sluice" in args.clients else {}
     _label_transports(result["transports"])
     result["cpu_ratios"] = report.cpu_ratios(result["matrix"])
@@ -244,6 +249,28 @@ def pipeline_runs(harness: Harness, sizes: list[int]) -> list[Run]:
         for client in ("sluice", "pipeline"):
             runs.append(harness.run(client, server, 2000, n, "docs") | {"size": "docs"})
     return runs
+
+
+def finalizer_scale(sizes: list[int]) -> dict[str, Any]:
+    """Finalizing measured at each size on the local store (bench.finalize_scale, its own process)."""
+    print(f"finalizer at {', '.join(f'{s:,}' for s in sizes)} pages:", flush=True)
+    command = [sys.executable, "-m", "bench.finalize_scale", "--json", "--pages", ",".join(map(str, sizes))]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if done.returncode != 0 or not lines:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+    found: dict[str, Any] = json.loads(lines[-1].removeprefix(RESULT_PREFIX))
+    for pages, runs in found.items():
+        for run, figures in runs.items():
+            print(
+                f"  {int(pages):>7,} {run:8} {figures['wall_s']:7.2f} s, {figures['ms_per_page']:.3f} ms/page,"
+                f" RSS +{figures['rss_rise_mb']:.0f} MB",
+                flush=True,
+            )
+    return found
 
 
 def breakdown() -> dict[str, dict[str, float]]:
