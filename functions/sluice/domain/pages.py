@@ -21,6 +21,11 @@ a link is claimed by the page that found it."""
 DIGEST_BYTES = 8
 RECORD_DIGEST_BYTES = 2 * DIGEST_BYTES
 """Per record: an 8-byte digest of its key, then an 8-byte digest of its content."""
+MAX_DIGESTS = 2_000
+"""Records whose digests a result keeps (32 KB): a page with more is classified as all new next run,
+and its result item stays far inside DynamoDB's 400 KB."""
+MAX_REASON = 300
+"""Characters of a failure or skip reason a result keeps (a reason can quote a URL a site chose)."""
 GONE_STATUSES = frozenset({404, 410})
 """A page that answers these leaves the catalog: the next run does not seed it again."""
 

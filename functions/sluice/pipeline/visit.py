@@ -26,6 +26,8 @@ from typing import Any
 
 from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
+    MAX_DIGESTS,
+    MAX_REASON,
     PageResult,
     PartBlock,
     Prior,
@@ -378,7 +380,7 @@ def _log_page(log: dict[str, str], result: PageResult) -> None:
 
 
 def _skipped(task: UrlTask, reason: str) -> PageResult:
-    return PageResult(url=task.url, depth=task.depth, origin=task.origin, outcome="skipped", reason=reason)
+    return PageResult(url=task.url, depth=task.depth, origin=task.origin, outcome="skipped", reason=reason[:MAX_REASON])
 
 
 async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool) -> _Visit | _Retry:
@@ -410,7 +412,7 @@ def _failed(task: UrlTask, outcome: Failed) -> PageResult:
         depth=task.depth,
         origin=task.origin,
         outcome="failed",
-        reason=outcome.reason,
+        reason=outcome.reason[:MAX_REASON],
         status=outcome.status,
     )
 
@@ -440,7 +442,7 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         return _Visit(task, _carried(task, prior, outcome.validators, outcome.status))
     extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
     records = _unique(extraction.records)
-    packed = record_digests((r.key, r.content_hash) for r in records)
+    packed = record_digests((r.key, r.content_hash) for r in records) if len(records) <= MAX_DIGESTS else b""
     counts, upserts = _classify(records, prior)
     result = PageResult(
         url=task.url,
