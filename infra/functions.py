@@ -80,6 +80,7 @@ class Functions(Construct):
         storage.ledger.grant_read_write_data(self.scheduler)  # the run and lock; the catalog run's URLs
         queues.frontier.grant_send_messages(self.scheduler)
         _grant_invoke_by_name(self.scheduler, stack, config.scheduler_function)  # fan-out continuations
+        _grant_invoke_by_name(self.scheduler, stack, config.finalizer_function)  # a fan-out the fetchers outran
         _grant_objects(self.scheduler, storage, WORK_PREFIX, ["s3:PutObject"])  # the seed set
         _grant_objects(self.scheduler, storage, RUNS_PREFIX, ["s3:GetObject"], list_prefix=True)  # catalog index
 

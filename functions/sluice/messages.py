@@ -20,6 +20,10 @@ RunId = Annotated[str, Field(pattern=r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")]
 MAX_DIGEST_BYTES = MAX_DIGESTS * RECORD_DIGEST_BYTES
 """A task carries the digests of up to 2,000 records (a page with more is classified as all new)."""
 MAX_DIGESTS_B64 = 4 * ((MAX_DIGEST_BYTES + 2) // 3)
+MAX_URL = 2048
+"""The longest URL a task takes (what browsers and most servers handle)."""
+MAX_ETAG, MAX_LM = 1024, 256
+"""Longest ETag and Last-Modified a task carries (a site can send longer; those pages are fetched whole)."""
 
 
 class MalformedMessage(ValueError):
@@ -33,8 +37,8 @@ class _Message(BaseModel):
 class PriorState(_Message):
     """What the catalog run knew of a page (:class:`~sluice.domain.pages.Prior`), compact for the queue."""
 
-    etag: Annotated[str, Field(max_length=1024)] | None = None
-    lm: Annotated[str, Field(max_length=256)] | None = None
+    etag: Annotated[str, Field(max_length=MAX_ETAG)] | None = None
+    lm: Annotated[str, Field(max_length=MAX_LM)] | None = None
     body: Annotated[str, Field(max_length=64)] | None = None
     n: Annotated[int, Field(ge=0)] = 0
     d: Annotated[str, Field(max_length=MAX_DIGESTS_B64)] = ""
@@ -44,10 +48,13 @@ class PriorState(_Message):
 
     @classmethod
     def of(cls, prior: Prior) -> PriorState:
+        """The task's copy of a prior; validators a site made longer than a task takes are left out (no 304)."""
         digests = base64.b64encode(prior.digests).decode() if len(prior.digests) <= MAX_DIGEST_BYTES else ""
-        return cls(
-            etag=prior.etag, lm=prior.last_modified, body=prior.body_hash, n=prior.records, d=digests, c=prior.carried
-        )
+        etag = prior.etag if prior.etag is None or len(prior.etag) <= MAX_ETAG else None
+        modified = prior.last_modified if prior.last_modified is None or len(prior.last_modified) <= MAX_LM else None
+        if (etag, modified) != (prior.etag, prior.last_modified):
+            etag = modified = None  # one validator alone could say "not modified" where the other would not
+        return cls(etag=etag, lm=modified, body=prior.body_hash, n=prior.records, d=digests, c=prior.carried)
 
     def prior(self) -> Prior:
         return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c)
@@ -56,7 +63,7 @@ class PriorState(_Message):
 class UrlTask(_Message):
     """One URL of a run: how many link hops it is from a seed, who found it, what the catalog knew of it."""
 
-    url: Annotated[str, Field(min_length=8, max_length=2048)]
+    url: Annotated[str, Field(min_length=8, max_length=MAX_URL)]
     depth: Annotated[int, Field(ge=0, le=100)] = 0
     origin: Literal["seed", "link"] = "seed"
     parent: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
@@ -105,6 +112,8 @@ class StartEvent(_Message):
     run_id: RunId | None = None
     offset: Annotated[int, Field(ge=0)] = 0
     trigger: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    resumed: bool = False
+    """A fan-out an interrupted command left (``sluice run`` resuming): what it sends may be done already."""
 
 
 class FinalizeEvent(_Message):

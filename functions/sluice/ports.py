@@ -32,8 +32,10 @@ class RunLedger(Protocol):
 
     def active_runs(self) -> list[RunLock]: ...
 
-    def latest_finished(self, crawl: str, before_run_id: str | None = None) -> RunState | None:
-        """The newest finished run of ``crawl`` (started before ``before_run_id`` when given)."""
+    def latest_finished(
+        self, crawl: str, before_run_id: str | None = None, *, complete: bool = False
+    ) -> RunState | None:
+        """The newest finished run of ``crawl`` (started before ``before_run_id``; only complete ones, if asked)."""
         ...
 
     def set_seeds(self, crawl: str, run_id: str, seeds: int) -> None:
@@ -48,15 +50,15 @@ class RunLedger(Protocol):
         """Mark the fan-out complete; the run as it then stands (None if there is no such run)."""
         ...
 
-    def checked(self, crawl: str, run_id: str) -> None:
-        """Note that the finalizer found the run not drained just now."""
+    def checked(self, crawl: str, run_id: str, done: int) -> None:
+        """Note that the finalizer found the run not drained just now, with ``done`` URLs done."""
         ...
 
     def begin_finalizing(self, crawl: str, run_id: str) -> bool:
         """Move a running run to finalizing; False if someone else already did (finalizing is once)."""
         ...
 
-    def finish(self, crawl: str, run_id: str, *, healthy: bool, records: int, summary_key: str) -> None:
+    def finish(self, crawl: str, run_id: str, *, healthy: bool, complete: bool, records: int, summary_key: str) -> None:
         """Record the verdict and release the crawl's lock (only if this run still holds it)."""
         ...
 

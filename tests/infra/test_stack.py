@@ -335,6 +335,20 @@ def test_each_function_gets_exactly_the_object_actions_its_step_uses(resources: 
     }
 
 
+def test_each_function_invokes_only_the_functions_its_step_triggers(resources: dict[str, Any]) -> None:
+    invokes: dict[str, set[str]] = {}
+    for logical, policy in of_type(resources, "AWS::IAM::Policy").items():
+        function = next((f for f in ("Scheduler", "Fetcher", "Finalizer") if logical.startswith(f"Functions{f}")), None)
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if function and statement["Action"] == "lambda:InvokeFunction":
+                target = json.dumps(statement["Resource"]).rsplit(":function:", 1)[1].split('"')[0]
+                invokes.setdefault(function, set()).add(target)
+    assert invokes == {
+        "Scheduler": {DEFAULT.scheduler_function, DEFAULT.finalizer_function},  # continuations; a fan-out outrun
+        "Fetcher": {DEFAULT.finalizer_function},
+    }
+
+
 def test_no_function_writes_the_records_table_unless_a_spec_asks_for_it(resources: dict[str, Any]) -> None:
     table = next(k for k, v in of_type(resources, "AWS::DynamoDB::Table").items() if "Records" in k)
     granted = [json.dumps(s) for s in _statements(resources) if table in json.dumps(s.get("Resource"))]

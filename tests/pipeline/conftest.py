@@ -14,11 +14,13 @@ invoke, delete what succeeded), so a test can inject a fault between any two ste
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -196,7 +198,7 @@ class Harness(Protocol):
 
     def receive(self, max_messages: int = 10) -> list[Message]: ...
 
-    def invoke(self, messages: Sequence[Message]) -> set[str]: ...
+    def invoke(self, messages: Sequence[Message], time_left_s: float | None = None) -> set[str]: ...
 
     def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None: ...
 
@@ -348,7 +350,7 @@ class AwsHarness:
             for m in received
         ]
 
-    def invoke(self, messages: Sequence[Message]) -> set[str]:
+    def invoke(self, messages: Sequence[Message], time_left_s: float | None = None) -> set[str]:
         records = [
             sqs_record(
                 {
@@ -361,7 +363,7 @@ class AwsHarness:
             )
             for m in messages
         ]
-        answer = fetcher.handler({"Records": records}, context("fetcher", 120))
+        answer = fetcher.handler({"Records": records}, context("fetcher", round(time_left_s or 120)))
         return {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
 
     def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None:
@@ -456,7 +458,7 @@ class LocalHarness:
             self.store.queue.urls_per_message = changes.pop("urls_per_message")
         if "max_receive_count" in changes:
             self.store.queue.max_receive_count = changes["max_receive_count"]
-        self.tuning = Tuning(**{**self.tuning.__dict__, **changes}) if changes else self.tuning
+        self.tuning = dataclasses.replace(self.tuning, **changes) if changes else self.tuning
         self.services = self._build()
 
     def spec(self, data: dict[str, Any]) -> CrawlSpec:
@@ -479,10 +481,13 @@ class LocalHarness:
         state: tuple[asyncio.AbstractEventLoop, Container] = self._threads.state
         return state
 
-    def invoke(self, messages: Sequence[Message]) -> set[str]:
+    def invoke(self, messages: Sequence[Message], time_left_s: float | None = None) -> set[str]:
         loop, container = self._loop()
         queued = [QueuedMessage(m.id, m.receipt, m.body, m.receives) for m in messages]
-        results = loop.run_until_complete(visit_batch(queued, self.services, container))
+        end = time.monotonic() + (time_left_s if time_left_s is not None else math.inf)
+        results = loop.run_until_complete(
+            visit_batch(queued, self.services, container, time_left=lambda: end - time.monotonic())
+        )
         return {message_id for message_id, error in results.items() if error is not None}
 
     def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None:

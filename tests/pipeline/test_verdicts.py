@@ -142,6 +142,7 @@ def test_error_rate_over_the_ceiling_is_unhealthy(
         "gone": 1,
         "skipped": 0,
         "pending": 0,
+        "links_dropped": 0,
     }
     assert summary["failures"] == {"http 404": 1, "http 500": 1}
     # The 500 is retried in process and through the queue, and counted failed on its last receive.
@@ -192,7 +193,7 @@ def test_quick_reruns_within_one_second_each_compare_with_the_run_before(
         run = ledger.open_run(CRAWL, "digest", timedelta(hours=1), trigger=None, catalog_run=None)
         found = ledger.latest_finished(CRAWL, run.run_id)
         assert (found.run_id if found else None) == previous
-        ledger.finish(CRAWL, run.run_id, healthy=True, records=1, summary_key="k")
+        ledger.finish(CRAWL, run.run_id, healthy=True, complete=True, records=1, summary_key="k")
         previous = run.run_id
 
 

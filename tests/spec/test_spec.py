@@ -80,6 +80,13 @@ def test_more_seeds_than_max_pages_is_refused_naming_both() -> None:
     ]
 
 
+@pytest.mark.parametrize("name", ["_key", "_page", "_private"])
+def test_field_names_starting_with_an_underscore_are_reserved(name: str) -> None:
+    with pytest.raises(SpecError) as refused:
+        parse_spec(minimal(extract={"fields": {name: "h1::text"}}))
+    assert any(f"extract.fields.{name}" in e and "reserved" in e for e in refused.value.errors), refused.value.errors
+
+
 def test_digest_changes_with_content() -> None:
     assert parse_spec(minimal()).digest() == parse_spec(minimal()).digest()
     assert parse_spec(minimal()).digest() != parse_spec(minimal(name="other")).digest()

@@ -114,10 +114,10 @@ class PageResult:
     """Fetched with records: where they are. Not modified with records: None, and ``carried``."""
     carried: bool = False
     """The records are the catalog run's, carried without a fetch (a 304, or an identical body)."""
-    links: int = 0
-    """Links this visit claimed for the run (what the progress hint adds to ``enqueued``)."""
     ms: int = 0
     """How long the visit waited on the site (its share of the fetcher's time, for the cost estimate)."""
+    dropped_links: int = 0
+    """In-scope links left out because no task can hold them (longer than a URL a task takes)."""
 
     @property
     def records(self) -> int:
@@ -153,7 +153,7 @@ class PageResult:
             "j": dict(self.rejected),
         }
         plain |= {k: v for k, v in optional.items() if v}
-        counts = [self.counts.new, self.counts.changed, self.counts.unchanged, self.items, self.links]
+        counts = [self.counts.new, self.counts.changed, self.counts.unchanged, self.items]
         if any(counts):
             plain["c"] = counts
         if self.block is not None:
@@ -162,11 +162,13 @@ class PageResult:
             plain["y"] = True
         if self.ms:
             plain["ms"] = self.ms
+        if self.dropped_links:
+            plain["z"] = self.dropped_links
         return plain
 
     @classmethod
     def from_plain(cls, plain: Mapping[str, Any]) -> PageResult:
-        new, changed, unchanged, items, links = (int(n) for n in plain.get("c", (0, 0, 0, 0, 0)))
+        new, changed, unchanged, items = (int(n) for n in plain.get("c", (0, 0, 0, 0)))
         block = plain.get("w")
         return cls(
             url=plain["u"],
@@ -185,8 +187,8 @@ class PageResult:
             digests=bytes(plain.get("k") or b""),
             block=PartBlock(str(block[0]), int(block[1]), int(block[2])) if block else None,
             carried=bool(plain.get("y", False)),
-            links=links,
             ms=int(plain.get("ms", 0)),
+            dropped_links=int(plain.get("z", 0)),
         )
 
 

@@ -55,9 +55,13 @@ class RunState:
     trigger: str | None = None
     checked_at: str | None = None
     """When the finalizer last found the run not drained (fetchers wait a while before asking again)."""
+    checked_done: int | None = None
+    """How many URLs were done then: the same count at the next check means the run stopped moving."""
     finalizing_at: str | None = None
     finished_at: str | None = None
     healthy: bool | None = None
+    complete: bool | None = None
+    """Finished with every URL done (not finalized as it stood at its deadline): fit to be a catalog."""
     records: int | None = None
     summary_key: str | None = None
 

@@ -64,7 +64,7 @@ class RunTally:
     records_changed: int = 0
     records_unchanged: int = 0
     items: int = 0
-    links_claimed: int = 0
+    dropped_links: int = 0
     missing: BoundedCounter = field(default_factory=BoundedCounter)
     rejected: BoundedCounter = field(default_factory=BoundedCounter)
     failures: BoundedCounter = field(default_factory=BoundedCounter)
@@ -105,7 +105,7 @@ class RunTally:
         self.records_changed += result.counts.changed
         self.records_unchanged += result.counts.unchanged
         self.items += result.items
-        self.links_claimed += result.links
+        self.dropped_links += result.dropped_links
         self.missing.update(result.missing)
         self.rejected.update(result.rejected)
 
@@ -123,7 +123,8 @@ class RunTally:
 
     @property
     def drained(self) -> bool:
-        return self.pending <= 0
+        """Every seed has its result and every claimed link has its result."""
+        return self.seeds_done >= self.seeds and self.links_done == self.links
 
     @property
     def records(self) -> int:

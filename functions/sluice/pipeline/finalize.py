@@ -23,6 +23,7 @@ from sluice.domain.layout import summary_key
 from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally
 from sluice.domain.verdict import Verdict, judge
+from sluice.messages import UrlTask
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
 from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_output
@@ -62,7 +63,7 @@ def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = F
             return None
         count = _count(services, run)
         if not count.tally.drained:
-            services.ledger.checked(crawl, run_id)
+            services.ledger.checked(crawl, run_id, count.tally.done)
             pending = count.tally.pending
             logger.info("run not drained yet", extra={"crawl": crawl, "run_id": run_id, "pending": pending})
             return None
@@ -118,19 +119,54 @@ def _finish(services: Services, run: RunState, count: _Count) -> Finalized:
     key = summary_key(crawl, run_id)
     services.objects.put(key, _json(summary), "application/json")
     emit_metrics(run, tally, output, verdict)
-    services.ledger.finish(crawl, run_id, healthy=verdict.healthy, records=output.records, summary_key=key)
+    services.ledger.finish(
+        crawl, run_id, healthy=verdict.healthy, complete=tally.drained, records=output.records, summary_key=key
+    )
     logger.info("run finalized", extra={"crawl": crawl, "run_id": run_id, "healthy": verdict.healthy})
     return Finalized(crawl, run_id, summary, key)
 
 
 def sweep(services: Services) -> list[Finalized]:
-    """Finalize every open run that is drained or overdue (a safety net behind the fetchers' trigger)."""
+    """Finalize every open run that is drained or overdue (a safety net behind the fetchers' trigger).
+
+    A run that did not move since the last sweep counted it gets its waiting links sent again.
+    """
     done = []
     for lock in services.ledger.active_runs():
+        before = services.ledger.get_run(lock.crawl, lock.run_id)
         result = finalize_run(lock.crawl, lock.run_id, services)
         if result is not None:
             done.append(result)
+            continue
+        after = services.ledger.get_run(lock.crawl, lock.run_id)
+        if before is None or after is None or after.status != "running" or before.checked_done is None:
+            continue
+        if before.checked_done == after.checked_done:  # counted twice, a sweep apart, the same: stalled
+            revive_waiting(services, lock.crawl, lock.run_id)
     return done
+
+
+REVIVE_LIMIT = 100_000
+"""Waiting links sent again at most per call (a stalled run of more is revived over several sweeps)."""
+
+
+def revive_waiting(services: Services, crawl: str, run_id: str) -> int:
+    """Send again every link claimed for the run and still waiting; return how many.
+
+    A claim is sent by the page that made it, and sent again by that page's redelivery if it finds the
+    link again; if it does not (the page failed on its last try, or changed), the claim would wait
+    forever. A duplicate of a message still in the queue is harmless: it is looked up and skipped.
+    """
+    waiting: list[UrlTask] = []
+    for entry in services.frontier.scan(run_id):
+        if entry.result is None and entry.origin == "link":
+            waiting.append(UrlTask(url=entry.url, depth=entry.depth, origin="link", parent=entry.parent, again=True))
+            if len(waiting) >= REVIVE_LIMIT:
+                break
+    if waiting:
+        services.queue.send(crawl, run_id, waiting)
+        logger.warning("waiting links sent again", extra={"crawl": crawl, "run_id": run_id, "links": len(waiting)})
+    return len(waiting)
 
 
 def run_summary(
@@ -154,6 +190,7 @@ def run_summary(
             "gone": tally.gone,
             "skipped": tally.skipped,
             "pending": max(0, tally.pending),
+            "links_dropped": tally.dropped_links,
         },
         "records": {
             "total": output.records,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from sluice.domain.pages import url_hash
 from sluice.domain.runs import RunState
 from sluice.domain.seedset import SeedSet
-from sluice.messages import UrlTask
+from sluice.messages import MAX_URL, UrlTask
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 
@@ -49,12 +49,16 @@ class ClaimCache:
             self._seen.popitem(last=False)
 
 
-def children(page: UrlTask, links: Iterable[str], spec: CrawlSpec) -> list[UrlTask]:
-    """The page's links as tasks one hop further, if the page is not at ``follow.max_depth``."""
+def children(page: UrlTask, links: Iterable[str], spec: CrawlSpec) -> tuple[list[UrlTask], int]:
+    """The page's links as tasks one hop further (if the page is not at ``follow.max_depth``), and how many
+    were dropped for being longer than a task takes: a link that cannot be queued never fails its page."""
     if page.depth >= spec.follow.max_depth:
-        return []
+        return [], 0
     parent = parent_id(page.url)
-    return [UrlTask(url=link, depth=page.depth + 1, origin="link", parent=parent) for link in dict.fromkeys(links)]
+    unique = list(dict.fromkeys(links))
+    fit = [link for link in unique if len(link) <= MAX_URL]
+    tasks = [UrlTask(url=link, depth=page.depth + 1, origin="link", parent=parent) for link in fit]
+    return tasks, len(unique) - len(fit)
 
 
 def claim_links(

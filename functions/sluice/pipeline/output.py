@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sluice.domain.layout import index_key, manifest_key, part_key, records_file, records_prefix
-from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, url_number
+from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, digest, url_number
 from sluice.ports import ObjectStore, ObjectWriter
 
 FILE_BYTES = 128 * 1024 * 1024
@@ -138,8 +138,9 @@ def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Read
             blocks.append(_Block(number, records_file(plan.crawl, plan.catalog_run, file), offset, length, digests))
     else:
         missing = len(plan.carried)
-    _mark_shared_keys(blocks)
-    writer = _FilesWriter(objects, plan.crawl, plan.run_id)
+    _digest_unlisted(objects, blocks)
+    shared = _mark_shared_keys(blocks)
+    writer = _FilesWriter(objects, plan.crawl, plan.run_id, shared)
     try:
         for block, data in _read_blocks(objects, blocks, reading):
             writer.page(block, data)
@@ -186,8 +187,22 @@ def _key_digests(packed: bytes) -> Iterator[bytes]:
         yield packed[i : i + DIGEST_BYTES]
 
 
-def _mark_shared_keys(blocks: list[_Block]) -> None:
-    """Flag the blocks holding a key digest that more than one record of the run has.
+def _digest_unlisted(objects: ObjectStore, blocks: list[_Block]) -> None:
+    """Key digests for blocks whose result kept none (a page of over 2,000 records), read from the block itself.
+
+    Without them such a page's keys would be invisible to the search for keys two pages share.
+    """
+    decoder = json.JSONDecoder()
+    for block in blocks:
+        if block.digests or not block.length:
+            continue
+        data = objects.get_range(block.source, block.offset, block.length)
+        keys = (decoder.raw_decode(line.decode(), _KEY_START)[0] for line in data.splitlines() if line)
+        block.digests = b"".join(digest(key) + bytes(DIGEST_BYTES) for key in keys)
+
+
+def _mark_shared_keys(blocks: list[_Block]) -> set[bytes]:
+    """Flag the blocks holding a key digest that more than one record of the run has; return those digests.
 
     Digests are bucketed by their first byte into compact arrays (8 bytes a record), and each
     bucket is sorted on its own, so memory stays near 8 bytes a record with no set of them all.
@@ -202,9 +217,10 @@ def _mark_shared_keys(blocks: list[_Block]) -> None:
         shared.update(a.to_bytes(DIGEST_BYTES, "big") for a, b in itertools.pairwise(ordered) if a == b)
         buckets[i] = array("Q")  # each bucket's memory goes as soon as it is sorted
     if not shared:
-        return
+        return shared
     for block in blocks:
         block.exact = any(key in shared for key in _key_digests(block.digests))
+    return shared
 
 
 def _read_blocks(objects: ObjectStore, blocks: list[_Block], reading: Reading) -> Iterator[tuple[_Block, bytes]]:
@@ -242,8 +258,10 @@ def _spans(blocks: Iterable[_Block], span_bytes: int) -> Iterator[list[_Block]]:
 class _FilesWriter:
     """``records/part-NNNNN.jsonl`` files, rolled over at page boundaries; the index of where pages went."""
 
-    def __init__(self, objects: ObjectStore, crawl: str, run_id: str) -> None:
+    def __init__(self, objects: ObjectStore, crawl: str, run_id: str, shared: set[bytes]) -> None:
         self.objects, self.crawl, self.run_id = objects, crawl, run_id
+        self._shared = shared
+        """Key digests more than one record has: only such keys are remembered (memory stays with them)."""
         self.files: list[dict[str, object]] = []
         self.index: list[tuple[int, int, int, int, int]] = []
         self.records = self.duplicates = self.bytes = 0
@@ -276,10 +294,11 @@ class _FilesWriter:
         dropped = 0
         for line in data.splitlines(keepends=True):
             key, _ = decoder.raw_decode(line.decode(), _KEY_START)
-            if key in self._emitted:
-                dropped += 1
-                continue
-            self._emitted.add(key)
+            if digest(key) in self._shared:
+                if key in self._emitted:
+                    dropped += 1
+                    continue
+                self._emitted.add(key)
             kept_lines.append(line)
         return b"".join(kept_lines), len(kept_lines), dropped
 

@@ -27,6 +27,7 @@ from sluice.domain.seedset import SeedSet
 from sluice.extraction.urls import Scope, canonicalize_url
 from sluice.messages import PriorState, StartEvent, UrlTask
 from sluice.observability import logger
+from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.output import PageIndex, load_index
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
@@ -70,7 +71,7 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
     first = offset
     enqueued = 0
     tasks: Iterator[UrlTask] = islice(plan.tasks(), offset, None)
-    if offset > event.offset or retried:
+    if offset > event.offset or retried or event.resumed:
         # A fan-out that died part-way: what it sends now may have been sent already.
         tasks = (t.model_copy(update={"again": True}) for t in tasks)
     started = recorded = time.monotonic()
@@ -88,7 +89,12 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
             logger.info("fan-out continues", extra={"crawl": spec.name, "run_id": run.run_id, "offset": offset})
             return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=False)
     services.ledger.fanned_out(spec.name, run.run_id, offset)
-    logger.info("fan-out complete", extra={"crawl": spec.name, "run_id": run.run_id, "seeds": total})
+    if offset != total:
+        # The catalog moved between the plan and the sends (a late write to a finished run): the run
+        # counts the seeds it sent, not the ones it planned, or it could never drain.
+        services.ledger.set_seeds(spec.name, run.run_id, offset)
+        logger.warning("seeds sent differ from seeds planned", extra={"crawl": spec.name, "sent": offset})
+    logger.info("fan-out complete", extra={"crawl": spec.name, "run_id": run.run_id, "seeds": offset})
     seeded = services.ledger.seeded(spec.name, run.run_id)
     if (
         seeded is not None
@@ -122,6 +128,12 @@ def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> t
         if run is None:
             raise LookupError(f"run {run_id} of crawl {spec.name!r} does not exist")
         return run, retried
+    lock = ledger.active_run(spec.name)
+    if lock is not None and datetime.fromisoformat(lock.deadline) < datetime.now(UTC):
+        # The lock's run is past its deadline: close it (as unfinished) before taking its place, or it
+        # would stay open with no lock for the sweep to find it by.
+        logger.warning("closing an overdue run first", extra={"crawl": spec.name, "run_id": lock.run_id})
+        finalize_run(spec.name, lock.run_id, services, force=True)
     catalog = catalog_run(services, spec.name)
     deadline = timedelta(hours=services.tuning.run_deadline_hours)
     run = ledger.open_run(
@@ -132,8 +144,12 @@ def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> t
 
 
 def catalog_run(services: Services, crawl: str) -> RunState | None:
-    """The crawl's last finished run, if it is recent enough that its URL entries are all still there."""
-    latest = services.ledger.latest_finished(crawl)
+    """The crawl's last complete run, if it is recent enough that its URL entries are all still there.
+
+    Complete: an unfinished run (finalized as it stood at its deadline) has no entry for the seeds it
+    never reached, so seeding from it would drop them.
+    """
+    latest = services.ledger.latest_finished(crawl, complete=True)
     if latest is None:
         return None
     age = datetime.now(UTC) - datetime.fromisoformat(latest.started_at)
@@ -173,7 +189,9 @@ class SeedPlan:
                 yield canonical
         if self.spec.seeds.template is not None:
             for url in islice(self.spec.seeds.iter_urls(), len(self.spec.seeds.urls), None):
-                yield canonicalize_url(url)
+                canonical = canonicalize_url(url)
+                if canonical not in listed:  # a template yields each URL once; the list may repeat one
+                    yield canonical
 
     def _catalog_entries(self) -> Iterator[tuple[UrlEntry, bool]]:
         """Usable catalog entries in hash order, each with whether it is one of the spec's seeds."""
@@ -215,6 +233,10 @@ class SeedPlan:
         if entry.result is None:
             return None
         prior: Prior = entry.result.prior()
-        if prior.carried and url_number(entry.url_hash) not in self._index:
+        if not self._carry:
+            # The spec changed: every page is fetched and extracted again (its digests still classify its
+            # records). Without validators, so that a page with no records yet cannot answer 304 to a new spec.
+            prior = Prior(records=prior.records, digests=prior.digests)
+        elif prior.carried and url_number(entry.url_hash) not in self._index:
             prior = replace(prior, carried=False)
         return PriorState.of(prior)

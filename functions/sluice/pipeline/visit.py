@@ -8,9 +8,10 @@ report. Every step is safe to repeat and the order makes a crash at any line har
 1. the part is written before any result points at it (a crash leaves an unreferenced part);
 2. links are claimed and sent before the page that found them is counted (a redelivered page
    sends again the links it claimed and that still wait);
-3. a URL's result is written only if none is there yet: redeliveries, regrouped batches and
+3. the records table (if the spec asks for it) is upserted, each key once;
+4. a URL's result is written only if none is there yet: redeliveries, regrouped batches and
    concurrent duplicates count it once, and their parts are never read;
-4. the progress report comes last: it is a hint for the drain trigger, never a count.
+5. the progress report comes last: it is a hint for the drain trigger, never a count.
 """
 
 from __future__ import annotations
@@ -252,12 +253,21 @@ class _RunBatch:
 
         async def one(task: UrlTask, queued: QueuedMessage) -> _Visit | _Retry:
             async with limit:
-                if self.time_left() < TIME_MARGIN_S:
+                # Every visit ends before the invocation must write its batch: a URL still waiting (on a
+                # slow site, a host's delay, a retry) when the budget runs out goes back to the queue.
+                budget = self.time_left() - TIME_MARGIN_S
+                if budget <= 0:
                     return _Retry(task, Failed(task.url, "invocation time running out", True))
                 if not scope.allows(task.url):
                     return _Visit(task, _skipped(task, "out of the crawl's scope"))
                 started = time.monotonic()
-                visit = await _visit_url(spec, fetcher, task, last_try=queued.receive_count >= max_receives)
+                last_try = queued.receive_count >= max_receives
+                try:
+                    visit = await asyncio.wait_for(
+                        _visit_url(spec, fetcher, task, last_try=last_try), None if math.isinf(budget) else budget
+                    )
+                except TimeoutError:
+                    return _Retry(task, Failed(task.url, "invocation time running out", True))
                 if isinstance(visit, _Visit):
                     visit.result = replace(visit.result, ms=round((time.monotonic() - started) * 1000))
                 return visit
@@ -319,14 +329,16 @@ class _RunBatch:
         if found:
             seeds = self.container.seed_set(services, self.crawl, self.run_id)
             claimed = claim_links(services, run, spec, found, seeds, self.container.claim_cache(self.run_id))
+        if services.records is not None and spec.output.records_table:
+            # Before counting, so that a batch that dies after counting has already upserted (upserts are
+            # idempotent); each key once, as one BatchWriteItem must name an item once.
+            upserts = list({rec.key: rec for v in visits for rec in v.upserts}.values())
+            if upserts:
+                services.records.upsert(self.crawl, self.run_id, upserts)
         counted = services.frontier.complete(self.run_id, results) if results else []
         won = [r for r, ok in zip(results, counted, strict=True) if ok]
         for result in won:
             _log_page(self.log, result)
-        if services.records is not None and spec.output.records_table:
-            upserts = [rec for v, ok in zip(visits, counted, strict=True) if ok for rec in v.upserts]
-            if upserts:
-                services.records.upsert(self.crawl, self.run_id, upserts)
         progress = Progress(
             claimed=claimed,
             done=len(won),
@@ -397,7 +409,7 @@ async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, la
         case Failed() if outcome.retryable and not last_try:
             return _Retry(task, outcome)
         case Failed():
-            return _Visit(task, _failed(task, outcome))
+            return _Visit(task, _failed(task, outcome, prior))
         case Skipped():
             return _Visit(task, _skipped(task, outcome.reason))
         case NotModified():
@@ -406,7 +418,7 @@ async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, la
             return _fetched(spec, task, prior, outcome)
 
 
-def _failed(task: UrlTask, outcome: Failed) -> PageResult:
+def _failed(task: UrlTask, outcome: Failed, prior: Prior | None = None) -> PageResult:
     return PageResult(
         url=task.url,
         depth=task.depth,
@@ -414,6 +426,8 @@ def _failed(task: UrlTask, outcome: Failed) -> PageResult:
         outcome="failed",
         reason=outcome.reason[:MAX_REASON],
         status=outcome.status,
+        # No records this run, but the digests of the last ones: the next run still tells them apart.
+        digests=prior.digests if prior is not None else b"",
     )
 
 
@@ -459,7 +473,10 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         rejected={k: v for k, v in extraction.rejected.items() if v},
         digests=packed,
     )
-    return _Visit(task, result, records, children(task, extraction.links, spec), upserts)
+    links, dropped = children(task, extraction.links, spec)
+    if dropped:
+        result = replace(result, dropped_links=dropped)
+    return _Visit(task, result, records, links, upserts)
 
 
 def _unique(records: list[Record]) -> list[Record]:
@@ -487,9 +504,3 @@ def _classify(records: list[Record], prior: Prior | None) -> tuple[RecordCounts,
             changed += 1
             upserts.append(record)
     return RecordCounts(new, changed, len(records) - new - changed), upserts
-
-
-def monotonic_deadline(seconds: float) -> Callable[[], float]:
-    """A ``time_left`` for callers that have a budget rather than a Lambda context."""
-    end = time.monotonic() + seconds
-    return lambda: end - time.monotonic()

@@ -72,7 +72,15 @@ def _regex(value: str) -> str:
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 CssSelector = Annotated[str, BeforeValidator(lambda v: check_css(v) if isinstance(v, str) else v)]
 Regex = Annotated[str, BeforeValidator(lambda v: _regex(v) if isinstance(v, str) else v)]
-FieldName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+
+
+def _field_name(value: str) -> str:
+    if value.startswith("_"):
+        raise ValueError(f"{value!r}: field names starting with '_' are reserved (every record carries _key and _page)")
+    return value
+
+
+FieldName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"), AfterValidator(_field_name)]
 
 
 class SeedRange(_Strict):

@@ -105,6 +105,9 @@ class FixedEndpoints:
         reset                               headers (Content-Length 10000), then TCP abort
         cp1252 broken-html empty json headers   fixed bodies; headers echoes request headers
         etag/{key}                          stable ETag/Last-Modified; honours both validators
+        long-link?chars=N                   a page linking to /_test/status/200 and to a same-site URL of N chars
+        long-etag?chars=N                   a page whose ETag is N characters long; honours If-None-Match
+        many-records?n=N                    a list of N items, <li>record 0</li> ... (the same names on every page)
         """
         name, _, arg = request.path.removeprefix("/_test/").partition("/")
         static = _STATIC.get(name)
@@ -124,6 +127,9 @@ class FixedEndpoints:
             "slow": self._slow,
             "reset": self._reset,
             "etag": self._etag,
+            "long-link": self._long_link,
+            "long-etag": self._long_etag,
+            "many-records": self._many_records,
         }
         handler = handlers.get(name)
         if handler is not None:
@@ -192,6 +198,24 @@ class FixedEndpoints:
 
     def _reset(self, request: Request, arg: str) -> Result:
         return Streamed(200, [("Content-Type", HTML)], once(b""), 10_000, abort=True)
+
+    def _long_link(self, request: Request, arg: str) -> Result:
+        chars = max(32, min(_int(request, "chars", 3000), 100_000))
+        target = "/_test/status/200?pad="
+        long = target + "a" * (chars - len(target) - len("http://127.0.0.1:65535"))
+        return _ok(f'<a href="/_test/status/200">short</a> <a href="{long}">long</a>')
+
+    def _long_etag(self, request: Request, arg: str) -> Result:
+        chars = max(8, min(_int(request, "chars", 2000), 6000))
+        etag = '"' + "e" * (chars - 2) + '"'
+        if request.headers.get("if-none-match") == etag:
+            return Response(304, [("ETag", etag)])
+        body = b"<!DOCTYPE html>\n<html><body><p>a page with a long ETag</p></body></html>\n"
+        return Response(200, [("Content-Type", HTML), ("ETag", etag)], body)
+
+    def _many_records(self, request: Request, arg: str) -> Result:
+        n = max(0, min(_int(request, "n", 100), 100_000))
+        return _ok("<ul>" + "".join(f"<li>record {i}</li>" for i in range(n)) + "</ul>")
 
     def _etag(self, request: Request, arg: str) -> Result:
         page = self._etags.get(arg)

@@ -26,7 +26,7 @@ from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.domain.runs import RunState
 from sluice.messages import StartEvent
 from sluice.observability import logger
-from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.finalize import finalize_run, revive_waiting
 from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import start_run
 from sluice.pipeline.visit import Container, QueuedMessage, visit_batch
@@ -127,7 +127,8 @@ class LocalFleet:
                 return self._result(spec, run_id, store, resumed)
             store.queue.release_in_flight(run_id)
             if resumed.run.seeding:
-                start_run(StartEvent(crawl=spec.name, run_id=run_id), services, time_left=lambda: math.inf)
+                event = StartEvent(crawl=spec.name, run_id=run_id, resumed=True)
+                start_run(event, services, time_left=lambda: math.inf)
         else:
             run_id = start_run(StartEvent(crawl=spec.name), services, time_left=lambda: math.inf).run_id
         asyncio.run(_Drain(self, spec, run_id, store, services, finalize_requests, progress).run())
@@ -220,8 +221,9 @@ class _Drain:
                 shown = time.monotonic()
             if self.requests and await self._finalize(force=False):
                 break
-            # Nothing left to receive: drained, or URLs went to the dead-letter queue.
-            if self._quiet() and (await self._finalize(force=False) or await self._finalize(force=True)):
+            # Nothing left to receive: drained; or links wait that nobody sent (send them again);
+            # or URLs went to the dead-letter queue (finalize as it stands).
+            if self._quiet() and (await self._finalize(force=False) or await self._revive_or_close()):
                 break
             await asyncio.sleep(0.05)
         else:
@@ -229,6 +231,12 @@ class _Drain:
         stop.set()
         if self.progress is not None:
             self._show()
+
+    async def _revive_or_close(self) -> bool:
+        """True once the run is closed; False if waiting links were sent again (keep draining)."""
+        if await asyncio.to_thread(revive_waiting, self.services, self.spec.name, self.run_id):
+            return False
+        return await self._finalize(force=True)
 
     def _quiet(self) -> bool:
         depth = self.store.queue.depth(self.run_id)

@@ -109,7 +109,9 @@ class DynamoRunLedger:
         )
         return [_lock(from_item(i)) for page in pages for i in page["Items"]]
 
-    def latest_finished(self, crawl: str, before_run_id: str | None = None) -> RunState | None:
+    def latest_finished(
+        self, crawl: str, before_run_id: str | None = None, *, complete: bool = False
+    ) -> RunState | None:
         condition = "pk = :p"
         values: dict[str, Any] = {":p": keys.runs_of(crawl)}
         if before_run_id is not None:
@@ -126,7 +128,7 @@ class DynamoRunLedger:
         for page in pages:
             for item in page["Items"]:
                 run = _state(from_item(item))
-                if run.status == "finished":
+                if run.status == "finished" and (run.complete or not complete):
                     return run
         return None
 
@@ -140,8 +142,10 @@ class DynamoRunLedger:
         answer = self._update(crawl, run_id, "SET seeding = :f", {":f": False}, returns=True)
         return _state(from_item(answer)) if answer is not None else None
 
-    def checked(self, crawl: str, run_id: str) -> None:
-        self._update(crawl, run_id, "SET checked_at = :t", {":t": iso(datetime.now(UTC))})
+    def checked(self, crawl: str, run_id: str, done: int) -> None:
+        self._update(
+            crawl, run_id, "SET checked_at = :t, checked_done = :d", {":t": iso(datetime.now(UTC)), ":d": done}
+        )
 
     def begin_finalizing(self, crawl: str, run_id: str) -> bool:
         try:
@@ -159,15 +163,16 @@ class DynamoRunLedger:
             raise
         return True
 
-    def finish(self, crawl: str, run_id: str, *, healthy: bool, records: int, summary_key: str) -> None:
+    def finish(self, crawl: str, run_id: str, *, healthy: bool, complete: bool, records: int, summary_key: str) -> None:
+        values = {":done": "finished", ":now": iso(datetime.now(UTC)), ":h": healthy, ":c": complete}
         self._db.update_item(
             TableName=self.table,
             Key=to_item(keys.run(crawl, run_id)),
-            UpdateExpression="SET #s = :done, finished_at = :now, healthy = :h, records = :n, summary_key = :k",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues=to_item(
-                {":done": "finished", ":now": iso(datetime.now(UTC)), ":h": healthy, ":n": records, ":k": summary_key}
+            UpdateExpression=(
+                "SET #s = :done, finished_at = :now, healthy = :h, complete = :c, records = :n, summary_key = :k"
             ),
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=to_item(values | {":n": records, ":k": summary_key}),
         )
         try:
             self._db.delete_item(
@@ -231,9 +236,11 @@ def _state(item: Mapping[str, Any]) -> RunState:
         catalog_run=item.get("catalog_run"),
         trigger=item.get("trigger"),
         checked_at=item.get("checked_at"),
+        checked_done=int(item["checked_done"]) if item.get("checked_done") is not None else None,
         finalizing_at=item.get("finalizing_at"),
         finished_at=item.get("finished_at"),
         healthy=item.get("healthy"),
+        complete=item.get("complete"),
         records=int(item["records"]) if item.get("records") is not None else None,
         summary_key=item.get("summary_key"),
     )

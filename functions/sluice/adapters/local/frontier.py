@@ -1,4 +1,8 @@
-"""A run's URLs in SQLite: :class:`sluice.ports.Frontier` with exact counts (one transaction per batch)."""
+"""A run's URLs in SQLite: :class:`sluice.ports.Frontier` with exact counts (one transaction per batch).
+
+The run's counts (links claimed, URLs done, records, failures) are kept in ``run_counts`` in the same
+transactions that change them: exact, and read in constant time however large the run.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ class SqliteFrontier:
                 ).fetchone()
                 if inserted is not None:
                     won.append(task)
+            db.execute("UPDATE run_counts SET links = links + ? WHERE run_id = ?", (len(won), run_id))
         return won
 
     def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
@@ -77,6 +82,12 @@ class SqliteFrontier:
                     ),
                 ).fetchone()
                 counted.append(row is not None)
+            won = [r for r, ok in zip(results, counted, strict=True) if ok]
+            _counts(db, run_id)
+            db.execute(
+                "UPDATE run_counts SET done = done + ?, records = records + ?, failed = failed + ? WHERE run_id = ?",
+                (len(won), sum(r.records for r in won), sum(r.outcome == "failed" for r in won), run_id),
+            )
         return counted
 
     def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
@@ -98,12 +109,18 @@ class SqliteFrontier:
 
     def progress(self, run_id: str) -> Progress:
         with self._db.reading() as db:
-            claimed, done, records, failed = db.execute(
-                "SELECT COUNT(*) FILTER (WHERE origin = 'link'), COALESCE(SUM(done), 0), COALESCE(SUM(records), 0), "
-                "COUNT(*) FILTER (WHERE outcome = 'failed') FROM urls WHERE run_id = ?",
-                (run_id,),
+            row = db.execute(
+                "SELECT links, done, records, failed FROM run_counts WHERE run_id = ?", (run_id,)
             ).fetchone()
+        claimed, done, records, failed = row if row is not None else (0, 0, 0, 0)
         return Progress(claimed=claimed, done=done, records=records, failed=failed)
+
+
+def _counts(db: Any, run_id: str) -> tuple[int, int]:
+    """The run's (links, done), creating its counts row on first use (inside the caller's transaction)."""
+    db.execute("INSERT OR IGNORE INTO run_counts (run_id) VALUES (?)", (run_id,))
+    links, done = db.execute("SELECT links, done FROM run_counts WHERE run_id = ?", (run_id,)).fetchone()
+    return int(links), int(done)
 
 
 def _dump(result: PageResult) -> str:

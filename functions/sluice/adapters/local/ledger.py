@@ -71,7 +71,9 @@ class SqliteRunLedger:
             ).fetchall()
         return [RunLock(*row) for row in rows]
 
-    def latest_finished(self, crawl: str, before_run_id: str | None = None) -> RunState | None:
+    def latest_finished(
+        self, crawl: str, before_run_id: str | None = None, *, complete: bool = False
+    ) -> RunState | None:
         with self._db.reading() as db:
             rows = db.execute(
                 "SELECT state FROM runs WHERE crawl = ? AND run_id < ? ORDER BY run_id DESC",
@@ -79,7 +81,7 @@ class SqliteRunLedger:
             ).fetchall()
         for (raw,) in rows:
             run = _load(raw)
-            if run.status == "finished":
+            if run.status == "finished" and (run.complete or not complete):
                 return run
         return None
 
@@ -92,14 +94,14 @@ class SqliteRunLedger:
     def seeded(self, crawl: str, run_id: str) -> RunState | None:
         return self._change(crawl, run_id, seeding=False)
 
-    def checked(self, crawl: str, run_id: str) -> None:
-        self._change(crawl, run_id, checked_at=iso(datetime.now(UTC)))
+    def checked(self, crawl: str, run_id: str, done: int) -> None:
+        self._change(crawl, run_id, checked_at=iso(datetime.now(UTC)), checked_done=done)
 
     def begin_finalizing(self, crawl: str, run_id: str) -> bool:
         changed = self._change(crawl, run_id, when="running", status="finalizing", finalizing_at=iso(datetime.now(UTC)))
         return changed is not None
 
-    def finish(self, crawl: str, run_id: str, *, healthy: bool, records: int, summary_key: str) -> None:
+    def finish(self, crawl: str, run_id: str, *, healthy: bool, complete: bool, records: int, summary_key: str) -> None:
         with self._db.transaction() as db:
             self._change_in(
                 db,
@@ -110,6 +112,7 @@ class SqliteRunLedger:
                     "status": "finished",
                     "finished_at": iso(datetime.now(UTC)),
                     "healthy": healthy,
+                    "complete": complete,
                     "records": records,
                     "summary_key": summary_key,
                 },

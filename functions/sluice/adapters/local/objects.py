@@ -70,6 +70,11 @@ class FileWriter:
         os.fsync(self._handle.fileno())
         self._handle.close()
         os.replace(self._tmp, self._target)
+        folder = os.open(self._target.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)  # the rename itself, so the object survives a power cut too
+        finally:
+            os.close(folder)
 
     def abort(self) -> None:
         self._handle.close()

@@ -1,0 +1,205 @@
+"""What a site or an unlucky crash can do to a run, and the run still ends whole and counted right.
+
+Each test here was a way to lose records or stall a run that a review of the data path found; each
+runs on both adapter sets.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from sluice.domain.pages import url_hash
+from sluice.messages import StartEvent, UrlTask
+from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.links import parent_id
+from sluice.pipeline.start import catalog_run, start_run
+from sluice_tools.demosite import RunningDemoSite
+
+CRAWL = "books"
+
+
+def test_a_link_too_long_to_queue_is_dropped_and_counted_never_fatal_to_its_page(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    data = books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/long-link?chars=3000"], max_depth=1)
+    data["follow"]["selectors"] = ["a"]
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    pages = summary["pages"]
+    assert (summary["status"], pages["fetched"], pages["failed"], pages["links_dropped"]) == ("finished", 2, 0, 1)
+    assert site.stats.count("/_test/status/200") == 1  # the short link was followed
+    assert pipeline.dead_letters() == []
+
+
+def test_an_etag_longer_than_a_task_takes_does_not_break_the_next_runs_fan_out(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url, urls=["/_test/long-etag?chars=2000"]))
+    pipeline.run(CRAWL)
+    site.stats.reset()
+
+    second = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, second)
+    assert (summary["status"], summary["pages"]["enqueued"]) == ("finished", 6)
+    [request] = site.stats.records("/_test/long-etag")
+    assert request.if_none_match is None  # fetched whole: its validator could not travel
+    assert summary["pages"]["not_modified"] == 5  # the listing pages' validators did
+
+
+def test_a_changed_spec_fetches_every_page_whole_so_a_page_without_records_cannot_answer_304(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    data = books_spec(CRAWL, site.base_url, urls=["/_test/etag/hub"])
+    pipeline.spec(data)
+    pipeline.run(CRAWL)
+    data["extract"]["fields"]["rating"]["process"] = ["strip"]  # a different spec: its records may differ
+    pipeline.spec(data)
+    site.stats.reset()
+
+    second = pipeline.run(CRAWL)
+
+    assert all(r.if_none_match is None for r in site.stats.records("/_test/etag/hub"))
+    t = pipeline.tally(CRAWL, second)
+    assert (t.fetched, t.not_modified) == (6, 0)
+    assert t.records_changed == 100  # every rating changed form; the digests still told them apart
+
+
+def test_an_unfinished_run_is_never_the_next_runs_catalog(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+    complete = pipeline.run(CRAWL)
+    cut_short = pipeline.start(CRAWL)
+    finalize_run(CRAWL, cut_short, pipeline.services, force=True)  # finalized as it stood: nothing visited
+    assert pipeline.summary(CRAWL, cut_short)["status"] == "unfinished"
+
+    catalog = catalog_run(pipeline.services, CRAWL)
+
+    assert catalog is not None
+    assert catalog.run_id == complete
+    pipeline.drain()  # the cut-short run's messages: dropped, their run is closed
+    third = pipeline.run(CRAWL)
+    assert pipeline.run_state(CRAWL, third).catalog_run == complete
+    assert pipeline.summary(CRAWL, third)["pages"]["not_modified"] == 5
+
+
+def test_a_run_whose_lock_is_taken_over_after_its_deadline_is_finalized_not_forgotten(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+    pipeline.configure(run_deadline_hours=0.0003)  # about a second
+    overdue = pipeline.start(CRAWL)
+    time.sleep(1.5)
+    pipeline.configure(run_deadline_hours=12.0)
+
+    answer = start_run(StartEvent(crawl=CRAWL), pipeline.services, time_left=lambda: 900.0)
+
+    assert answer.run_id != overdue
+    assert pipeline.run_state(CRAWL, overdue).status == "finished"
+    assert pipeline.summary(CRAWL, overdue)["status"] == "unfinished"
+    assert pipeline.services.ledger.active_run(CRAWL).run_id == answer.run_id
+
+
+def test_a_link_claimed_but_never_sent_is_sent_again_once_the_run_stops_moving(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url, pages=1, max_depth=2))
+    run_id = pipeline.start(CRAWL)
+    page_1 = f"{site.base_url}/catalogue/page-1.html"
+    # Page 1 leads on to pages 2 and 3 (max_depth 2); page 5 is reached only through the stranded claim.
+    stranded = UrlTask(url=f"{site.base_url}/catalogue/page-5.html", depth=2, origin="link", parent=parent_id(page_1))
+    # Claimed by page 1, whose visit then died; its redelivery failed for good and never sent it.
+    run = pipeline.run_state(CRAWL, run_id)
+    assert pipeline.services.frontier.claim(run_id, [stranded], seeds=run.seeds, max_pages=500) == [stranded]
+    pipeline.drain()
+    pipeline.finalize()
+    assert pipeline.run_state(CRAWL, run_id).status == "running"  # the claim waits: not drained
+
+    assert pipeline.sweep() == []  # counts it, not drained
+    assert pipeline.sweep() == []  # the same count a sweep later: stalled, so the waiting link is sent again
+    pipeline.drain()
+    assert [f["run_id"] for f in pipeline.sweep()] == [run_id]  # the next sweep finds it drained
+
+    summary = pipeline.summary(CRAWL, run_id)
+    assert (summary["status"], summary["pages"]["links"], summary["records"]["total"]) == ("finished", 3, 80)
+    assert site.stats.count("/catalogue/page-5.html") == 1
+    assert url_hash(stranded.url) in {e.url_hash for e in pipeline.services.frontier.scan(run_id) if e.done}
+
+
+def test_a_url_still_waiting_when_the_invocation_runs_short_goes_back_and_the_batch_is_written(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url, pages=1, urls=["/_test/slow/a?seconds=4&bytes=100"], max_depth=0))
+    run_id = pipeline.start(CRAWL)
+    batch = pipeline.receive(10)
+    assert len(batch) == 1  # both URLs in one message
+
+    failed = pipeline.invoke(batch, time_left_s=22.0)  # 2 s of budget past the margin for writing
+
+    assert failed == {batch[0].id}
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.fetched) == (1, 1)  # the fast page was written and counted
+    pipeline.make_visible(batch)
+    pipeline.drain()
+    assert pipeline.tally(CRAWL, run_id).done == 2
+
+
+@pytest.mark.parametrize("records", [2_500])
+def test_a_record_shared_by_a_page_too_big_for_digests_is_still_written_once(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, records: int
+) -> None:
+    """A page of over 2,000 records keeps no digests; the finalizer reads its keys to find shared ones."""
+    data = books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/many-records?n=2500", "/_test/many-records?n=5"])
+    data["extract"] = {
+        "item": "li",
+        "fields": {"name": {"selector": "::text", "required": True}},
+        "key": ["name"],
+    }
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+
+    keys = Counter(r["_key"] for r in pipeline.records(CRAWL, run_id))
+    assert len(keys) == records
+    assert max(keys.values()) == 1
+    assert pipeline.summary(CRAWL, run_id)["records"]["duplicates_dropped"] == 5
+
+
+def test_the_records_table_gets_each_new_or_changed_record_once_per_batch_and_nothing_unchanged(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = books_spec(CRAWL, site.base_url)
+    data["output"] = {"records_table": True}
+    pipeline.spec(data)
+    table = pipeline.services.records
+    assert table is not None
+    calls: list[list[str]] = []
+    real = table.upsert
+
+    def upsert(crawl: str, run_id: str, records: Any) -> None:
+        calls.append([r.key for r in records])
+        real(crawl, run_id, records)
+
+    monkeypatch.setattr(table, "upsert", upsert)
+    pipeline.run(CRAWL)
+    first = [key for call in calls for key in call]
+    assert len(first) == len(set(first)) == 100
+    assert all(len(call) == len(set(call)) for call in calls)  # one BatchWriteItem names an item once
+    sample = first[0]
+    stored = table.get(CRAWL, sample)
+    assert stored is not None
+    assert stored["record_key"] == sample
+
+    calls.clear()
+    site.set_catalogue(books=100, version=1, changed_fraction=0.05)
+    second = pipeline.run(CRAWL)
+
+    changed = pipeline.tally(CRAWL, second).records_changed
+    assert changed == 5
+    assert sum(len(call) for call in calls) == changed  # the unchanged 95 cost no write
