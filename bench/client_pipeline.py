@@ -39,14 +39,15 @@ def docs_spec_data(base: str, concurrency: int) -> dict[str, Any]:
 
 
 def records_of(run: LocalRun) -> tuple[int, dict[str, Any]]:
-    """Complete records in the run's output files, and the first one."""
+    """Complete records in the run's output files, and the first one (read line by line, after the peak is taken)."""
     count, sample = 0, {}
     for path in sorted(Path(run.outputs["records"]).glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            if not sample:
-                sample = record
-            count += complete(record) if "rating" in record else 1
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                record = json.loads(line)
+                if not sample:
+                    sample = record
+                count += complete(record) if "rating" in record else 1
     return count, sample
 
 
@@ -71,6 +72,7 @@ def main() -> None:
         run = fleet.run(spec)
         watch.stop()
         wall = time.perf_counter() - started
+        peak = peak_rss_mb()  # the run's, before this client reads the output to count it
         records, sample = records_of(run)
         state_bytes = sum(f.stat().st_size for f in state.rglob("*") if f.is_file())
     pages = run.summary["pages"]
@@ -84,7 +86,7 @@ def main() -> None:
         records,
         wall,
         watch.cpu_s,
-        peak_rss_mb(),
+        peak,
         variant=args.variant,
         sample=sample,
         rss_before_mb=watch.rss_before_mb,

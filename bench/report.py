@@ -43,6 +43,8 @@ def derive(run: Run, latency_ms: float) -> Run:
         records_expected=ITEMS_PER_PAGE * run["pages_requested"],
         complete=ok == run["pages_requested"] and run["records"] == ITEMS_PER_PAGE * run["pages_requested"],
     )
+    if run.get("variant") == "docs":  # one record per article, none on the 21 index pages
+        out.update(records_expected=ok - 21, complete=run["records"] == ok - 21)
     return out
 
 
@@ -345,6 +347,9 @@ def markdown(result: dict[str, Any]) -> str:
             pipeline_table(result["pipeline"]),
             "",
         ]
+        if result.get("pipeline_from"):
+            source = result["pipeline_from"]
+            lines += [f"(From `{source['file']}`, {source['started']}: {source['why']}.)", ""]
     if result.get("finalizer") and "error" not in result["finalizer"]:
         lines += finalizer_section(result["finalizer"])
     if result.get("breakdown"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from pathlib import Path
 from infra.config import DEFAULT, StackConfig
 
 from sluice.adapters.local import LocalStore
-from sluice.domain.layout import manifest_key, records_prefix, summary_key
+from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
 from sluice.messages import StartEvent
 from sluice.observability import logger
@@ -164,6 +165,8 @@ class LocalFleet:
             "summary": store.objects.location(key),
         }
         Path(outputs["records"]).mkdir(parents=True, exist_ok=True)  # an empty run still has its (empty) folder
+        # Its parts and seed set were working data: the output holds what they held (S3 expires them).
+        shutil.rmtree(store.objects.path(work_prefix(spec.name, run_id)), ignore_errors=True)
         return LocalRun(spec.name, run_id, summary, dead, outputs, resumed.describe() if resumed else None)
 
 
