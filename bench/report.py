@@ -366,6 +366,16 @@ def markdown(result: dict[str, Any]) -> str:
             *(f"| {k} | {v:,.0f} | {heavy.get(k, 0):,.0f} |" for k, v in std.items()),
             "",
         ]
+        links = result["breakdown"].get("links", {})
+        if links:
+            lines += [
+                "Links, on a page of the docs variant (every href resolved and canonicalized, best of 5):",
+                "",
+                "| step | value |",
+                "|---|---:|",
+                *(f"| {k} | {v:,.2f} |" for k, v in links.items()),
+                "",
+            ]
     lines += ["## Targets", "", "| target | goal | measured | verdict |", "|---|---:|---:|---|"]
     for c in result.get("targets", []):
         goal = f"{c['sign']} {c['goal']:g} {c['unit']}"

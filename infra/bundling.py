@@ -20,7 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements.txt"
 PACKAGE = ROOT / "functions" / "sluice"
 CRAWLS = ROOT / "crawls"
-PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+
+
+def wheel_platforms(machine: str) -> tuple[str, ...]:
+    """The wheel tags a Lambda runtime on Amazon Linux 2023 (glibc 2.34) loads, for ``aarch64`` or ``x86_64``."""
+    return (f"manylinux2014_{machine}", f"manylinux_2_28_{machine}", f"manylinux_2_34_{machine}")
+
+
+PLATFORMS = {"arm64": wheel_platforms("aarch64"), "x86_64": wheel_platforms("x86_64")}
 
 
 def _digest(paths: Iterable[Path], *extra: str) -> str:
@@ -75,22 +82,23 @@ class LayerBundler:
     """pip install for the Lambda platform into ``python/``; then byte-compile for the runtime's Python."""
 
     def __init__(self, architecture: str, python_version: str) -> None:
-        self.platform = PLATFORMS[architecture]
+        self.platforms = PLATFORMS[architecture]
         self.python_version = python_version
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
         target = Path(output_dir) / "python"
-        build_layer(target, self.platform, self.python_version)
+        build_layer(target, self.platforms, self.python_version)
         return True
 
 
-def build_layer(target: Path, platform: str, python_version: str) -> None:
-    """Install the runtime requirements for ``platform`` and ``python_version`` into ``target``."""
+def build_layer(target: Path, platforms: Iterable[str], python_version: str) -> None:
+    """Install the runtime requirements for ``platforms`` and ``python_version`` into ``target``."""
+    tags = [arg for tag in platforms for arg in ("--platform", tag)]
     subprocess.run(  # noqa: S603
         [
             sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
             "-r", str(REQUIREMENTS), "--target", str(target),
-            "--platform", platform, "--implementation", "cp", "--python-version", python_version,
+            *tags, "--implementation", "cp", "--python-version", python_version,
             "--only-binary=:all:", "--no-compile", "--upgrade",
         ],
         check=True,
@@ -100,10 +108,15 @@ def build_layer(target: Path, platform: str, python_version: str) -> None:
 
 
 # Build inputs that wheels carry but nothing imports: Cython and C sources, type stubs, scripts.
-_NOT_NEEDED = ("*.c", "*.h", "*.pyx", "*.pxd", "*.pxi", "*.pyi", "*.dist-info/RECORD")
+_NOT_NEEDED = ("*.c", "*.cpp", "*.h", "*.pyx", "*.pxd", "*.pxi", "*.pyi", "*.dist-info/RECORD", "ada_url/ada_build.py")
 # Subpackages Sluice never imports (tests import every handler from the built layer to prove it).
 _UNUSED = (
     "pydantic/v1",
+    # cffi's compiler front end: ada's compiled module needs only the _cffi_backend extension.
+    "cffi",
+    "pycparser",
+    # HTTP routing for API Gateway and friends; only a pydantic-in-a-log-line fallback reaches it.
+    "aws_lambda_powertools/event_handler",
     *(
         f"aws_lambda_powertools/utilities/{name}"
         for name in (

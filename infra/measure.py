@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from infra.bundling import _interpreter, build_code, build_layer, layer_size
+from infra.bundling import _interpreter, build_code, build_layer, layer_size, wheel_platforms
 from infra.config import DEFAULT
 
 HANDLERS = [DEFAULT.scheduler.handler, DEFAULT.fetcher.handler, DEFAULT.finalizer.handler]
@@ -77,7 +77,7 @@ def import_handlers(work: Path) -> dict[str, Any]:
     """Build the host-platform twin of the layer and the code asset; import every handler cold."""
     version = python_version()
     python = _interpreter(version)
-    build_layer(work / "layer" / "python", f"manylinux2014_{platform.machine()}", version)
+    build_layer(work / "layer" / "python", wheel_platforms(platform.machine()), version)
     build_code(work / "code", version)
     subprocess.run(  # noqa: S603
         [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", BOTO3, "--target",

@@ -13,15 +13,13 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sluice.domain.pages import MAX_DIGESTS, RECORD_DIGEST_BYTES, Prior
+from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, Prior
 
 CrawlName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
 RunId = Annotated[str, Field(pattern=r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")]
 MAX_DIGEST_BYTES = MAX_DIGESTS * RECORD_DIGEST_BYTES
 """A task carries the digests of up to 2,000 records (a page with more is classified as all new)."""
 MAX_DIGESTS_B64 = 4 * ((MAX_DIGEST_BYTES + 2) // 3)
-MAX_URL = 2048
-"""The longest URL a task takes (what browsers and most servers handle)."""
 MAX_ETAG, MAX_LM = 1024, 256
 """Longest ETag and Last-Modified a task carries (a site can send longer; those pages are fetched whole)."""
 

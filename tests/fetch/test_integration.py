@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -261,3 +262,22 @@ async def test_dns_rebinding_is_caught_at_connect_time(site: RunningDemoSite) ->
     assert isinstance(outcome, Skipped)
     assert outcome.reason == "localhost resolves to 127.0.0.1 at connect time: address 127.0.0.1 is loopback"
     assert site.stats.snapshot(with_log=False)["total"] == 0
+
+
+@pytest.mark.parametrize("via", ["url", "redirect", "relative-redirect"])
+async def test_credentials_in_a_url_are_never_sent(site: RunningDemoSite, transport_name: str, via: str) -> None:
+    """``http://user:pass@host/`` as a URL or a redirect target: the request carries no Authorization."""
+    host = site.base_url.removeprefix("http://")
+    echo = f"http://mallory:secret@{host}/_test/headers"
+    url = {
+        "url": echo,
+        "redirect": f"{site.base_url}/_test/redirect?to={echo}",
+        "relative-redirect": f"{site.base_url}/_test/redirect?to=//mallory:secret@{host}/_test/headers",
+    }[via]
+    async with make_fetcher(transport_name, content_types=["application/json"]) as fetcher:
+        outcome = await fetcher.fetch(url)
+    assert isinstance(outcome, Fetched), outcome
+    echoed = {k.lower(): v for k, v in json.loads(outcome.body).items()}
+    assert "authorization" not in echoed
+    assert "@" not in outcome.final_url
+    assert outcome.final_url.endswith("/_test/headers")

@@ -8,12 +8,16 @@ from typing import Any
 import pytest
 
 from sluice.domain.runs import RunInFlight
+from sluice.domain.seedset import SeedSet
+from sluice.handlers import scheduler
 from sluice.messages import StartEvent
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start import SeedPlan, StartFailed, start_run
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.session import StateInUse, exclusive
+
+from .conftest import context
 
 CRAWL = "books"
 
@@ -75,3 +79,45 @@ def test_a_second_local_run_on_the_same_state_folder_is_refused(tmp_path: Path) 
     state.mkdir()
     with exclusive(state), pytest.raises(StateInUse, match="another sluice run is using"):
         LocalFleet(tmp_path, state).run(spec)
+
+
+def test_a_start_that_fails_after_opening_its_run_closes_it_and_releases_the_lock(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Input the fan-out cannot use, met after the run is open: the run is closed with the reason, the
+    lock released, and the next start opens a run as usual (no lock left until the deadline)."""
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+
+    def unusable(self: SeedPlan) -> SeedSet:
+        raise ValueError("seed 3 cannot be carried")
+
+    monkeypatch.setattr(SeedPlan, "seed_set", unusable)
+    with pytest.raises(StartFailed, match="seed 3 cannot be carried"):
+        start_run(StartEvent(crawl=CRAWL, trigger="nightly-1"), pipeline.services, time_left=lambda: 900.0)
+    assert pipeline.services.ledger.active_run(CRAWL) is None
+    [failed] = run_ids(pipeline, CRAWL)
+    summary = pipeline.summary(CRAWL, failed)
+    assert summary["stopped"] == "start failed: seed 3 cannot be carried"
+    assert summary["status"] == "unfinished"
+    assert summary["verdict"]["healthy"] is False
+    assert pipeline.in_queue() == 0
+
+    monkeypatch.undo()
+    second = pipeline.run(CRAWL)
+    assert run_ids(pipeline, CRAWL) == sorted([failed, second])
+    assert pipeline.summary(CRAWL, second)["verdict"]["healthy"] is True
+
+
+def test_the_scheduler_answers_a_failed_start_instead_of_raising(
+    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raised, Lambda would retry the start twice, and each retry would open and fail another run."""
+    aws_pipeline.spec(books_spec(CRAWL, site.base_url))
+
+    def unusable(self: SeedPlan) -> SeedSet:
+        raise ValueError("bad seed")
+
+    monkeypatch.setattr(SeedPlan, "seed_set", unusable)
+    answer = scheduler.handler({"crawl": CRAWL, "trigger": "nightly-1"}, context("scheduler"))
+    assert "start failed: bad seed" in answer["failed"]
+    assert aws_pipeline.services.ledger.active_run(CRAWL) is None

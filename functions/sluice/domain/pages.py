@@ -24,6 +24,9 @@ RECORD_DIGEST_BYTES = 2 * DIGEST_BYTES
 MAX_DIGESTS = 2_000
 """Records whose digests a result keeps (32 KB): a page with more is classified as all new next run,
 and its result item stays far inside DynamoDB's 400 KB."""
+MAX_URL = 2048
+"""The longest URL a run visits (what browsers and most servers handle): longer seeds are refused
+when the spec is checked, longer links are dropped and counted."""
 MAX_REASON = 300
 """Characters of a failure or skip reason a result keeps (a reason can quote a URL a site chose)."""
 GONE_STATUSES = frozenset({404, 410})

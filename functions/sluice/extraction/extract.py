@@ -12,7 +12,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from sluice.extraction.processing import FieldProcessor
-from sluice.extraction.urls import Scope, canonicalize_url, resolve_link
+from sluice.extraction.urls import Scope, canonical_link, canonicalize_url, resolve_link
 from sluice.spec import CrawlSpec
 from sluice.spec.selectors import FieldSelector
 
@@ -142,7 +142,7 @@ class Extractor:
         """
         tree = LexborHTMLParser(html)
         base_url = _base_url(tree, page_url)
-        links, out_of_scope = self._links(tree, base_url)
+        links, out_of_scope = self._links(tree, base_url, page_url)
         rejected = {f.name: 0 for f in self._fields if f.required}
         missing = {f.name: 0 for f in self._fields}
         if self._pages is not None and self._pages.search(page_url) is None:
@@ -231,23 +231,20 @@ class Extractor:
         url = data.get("url")
         return url if isinstance(url, str) and url else None
 
-    def _links(self, tree: LexborHTMLParser, base_url: str) -> tuple[list[str], int]:
-        """Canonical in-scope links from the follow selectors, in page order, and the out-of-scope count."""
+    def _links(self, tree: LexborHTMLParser, base_url: str, page_url: str) -> tuple[list[str], int]:
+        """Canonical in-scope links from the follow selectors, in page order, and the out-of-scope count.
+
+        A link to the page itself (``href=""``, ``#top``) is no link: it is left out.
+        """
         links: list[str] = []
-        seen: set[str] = set()
+        seen: set[str] = {_page_key(page_url)}
         out_of_scope = 0
         for css in self._follow:
             for node in tree.css(css):
                 anchors = [node] if node.tag in _LINK_TAGS else node.css("a[href], area[href]")
                 for anchor in anchors:
-                    url = resolve_link(anchor.attrs.get("href"), base_url)
-                    if url is None:
-                        continue
-                    try:
-                        url = canonicalize_url(url)
-                    except ValueError:
-                        continue
-                    if url in seen:
+                    url = canonical_link(anchor.attrs.get("href"), base_url)
+                    if url is None or url in seen:
                         continue
                     seen.add(url)
                     if self._scope.allows(url):

@@ -131,7 +131,8 @@ def _price(value: Any, base_url: str) -> Any:
 
 
 def _absolute_url(value: Any, base_url: str) -> Any:
-    return resolve_link(_text(value), base_url)
+    text = _text(value)
+    return resolve_link(text, base_url) if text.strip() else None
 
 
 _NAMED: dict[str, StepFn] = {

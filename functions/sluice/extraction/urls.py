@@ -1,129 +1,114 @@
-"""URL handling for links: resolving hrefs, one canonical form per page, and the crawl's scope."""
+"""URL handling: resolving links as browsers do, one canonical form per page, and the crawl's scope.
+
+Pages are written for browsers, and browsers resolve links by the WHATWG URL Standard, so links
+are parsed and resolved by ada (a conformant parser; the standard's own test data is in the
+suite). The canonical form adds what a crawler needs on top of the standard's serialization:
+no fragment, no credentials, sorted query pairs and RFC 3986 percent-encoding normalization.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from urllib.parse import urljoin, urlsplit
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-from w3lib.url import canonicalize_url as _w3lib_canonicalize
-from w3lib.url import safe_url_string
+import ada_url
 
-from sluice.spec import CrawlSpec
+if TYPE_CHECKING:
+    from sluice.spec import CrawlSpec
 
 _DEFAULT_PORT = {"http": 80, "https": 443}
-# A scheme followed by ":" at the start of an href, e.g. "javascript:" or "HTTPS:".
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-# WHATWG URL parsing drops these before anything else.
-_TAB_NEWLINE = re.compile(r"[\t\n\r]")
-_STRIP = "".join(chr(c) for c in range(0x21)) + "\x7f"
-# Any character but printable ASCII less '"<>\\^`{|}': such URLs go through safe_url_string.
-_UNSAFE = re.compile(r"[^!#-;=?-\[\]_a-z~]")
-_DEFAULT_PORT_IN_NETLOC = re.compile(r"^(http://[^/?#]*?):(?:80)?(?=[/?#]|$)|^(https://[^/?#]*?):(?:443)?(?=[/?#]|$)")
-
-
-def canonicalize_url(url: str) -> str:
-    """One spelling per page: fragment dropped, query sorted, host lowercased, default port dropped.
-
-    Raises ValueError for a URL that cannot be parsed (e.g. an unclosed IPv6 host).
-    """
-    canonical = _w3lib_canonicalize(url)
-    return _DEFAULT_PORT_IN_NETLOC.sub(_without_port, canonical, count=1)
-
-
-def _without_port(match: re.Match[str]) -> str:
-    return match.group(1) or match.group(2)
+_HTTP = ("http://", "https://")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 def resolve_link(href: str | None, page_url: str, base_href: str | None = None) -> str | None:
     """The absolute http(s) URL ``href`` points to from ``page_url`` (or its ``<base href>``), else None.
 
-    None for empty hrefs, ``javascript:``/``mailto:``/``tel:``/``data:`` and any other non-http(s)
-    result. The result is made safe (spaces and non-ASCII percent-encoded) but not canonicalized.
+    Resolution follows the WHATWG URL Standard, as a browser would: an empty href is the page
+    itself; None for a missing href, for ``javascript:``, ``mailto:``, ``tel:``, ``data:`` and any
+    other non-http(s) result, and for inputs the standard calls invalid (a space in a host,
+    ``http://192.168.0.257``). The result is the standard's serialization (fragment and
+    credentials kept), not the canonical form.
     """
-    if not href:
+    if href is None:
         return None
-    href = href.strip(_STRIP)
-    if "\t" in href or "\n" in href or "\r" in href:
-        href = _TAB_NEWLINE.sub("", href)
-    if not href:
+    base = page_url
+    if base_href:
+        resolved_base = _join(page_url, base_href)
+        if resolved_base is not None and resolved_base.startswith(_HTTP):
+            base = resolved_base
+    url = _join(base, href)
+    return url if url is not None and url.startswith(_HTTP) else None
+
+
+def canonical_link(href: str | None, base_url: str) -> str | None:
+    """:func:`resolve_link` then :func:`canonicalize_url` in one parse: the form a link is queued in."""
+    if href is None:
         return None
-    scheme = _SCHEME.match(href) if ":" in href else None
-    if scheme is not None and scheme.group(1).lower() not in _DEFAULT_PORT:
-        return None
+    url = _join(base_url, href)
+    return _canonical(url) if url is not None and url.startswith(_HTTP) else None
+
+
+def canonicalize_url(url: str) -> str:
+    """One spelling per page: the standard's serialization with no fragment and no credentials,
+    query pairs sorted, and percent-escapes of unreserved characters decoded (others upper-cased).
+
+    Raises ValueError for a URL that is not a valid absolute http(s) URL.
+    """
     try:
-        base = urljoin(page_url, base_href.strip(_STRIP)) if base_href else page_url
-        url = _join_path(base, href) if scheme is None else None
-        if url is None:
-            url = urljoin(base, href)
-            parts = urlsplit(url)
-            if parts.scheme not in _DEFAULT_PORT or not parts.hostname:
-                return None
-            parts.port  # noqa: B018 - raises ValueError for a port that is not a number or out of range
+        href: str = ada_url.URL(url).href
+    except ValueError:
+        raise ValueError(f"{url[:200]!r} is not a valid URL") from None
+    if not href.startswith(_HTTP):
+        raise ValueError(f"{url[:200]!r} is not an http(s) URL")
+    return _canonical(href)
+
+
+def has_credentials(url: str) -> bool:
+    """True when ``url`` carries a user name or password (``http://user:pass@host/``)."""
+    try:
+        parsed = ada_url.URL(url)
+    except ValueError:
+        return False
+    return bool(parsed.username or parsed.password)
+
+
+def _join(base: str, href: str) -> str | None:
+    try:
+        joined: str = ada_url.join_url(base, href)
     except ValueError:
         return None
-    return safe_url_string(url) if _UNSAFE.search(url) else url
+    return joined
 
 
-def _join_path(base: str, href: str) -> str | None:
-    """RFC 3986 resolution of a path reference (``page-2.html``, ``../x``, ``/x?q``) against an http(s) base.
-
-    The fast path for the links nearly every page has; None for anything else (``//host``, ``?q``, ``#f``).
-    """
-    first = href[0]
-    if first in "?#" or href.startswith("//") or "\\" in href:
-        return None
-    split = _split_base(base)
-    if split is None:
-        return None
-    origin, directory = split
-    if "?" in href or "#" in href:
-        end = len(href)
-        for mark in "?#":
-            found = href.find(mark, 0, end)
-            if found >= 0:
-                end = found
-        path, rest = href[:end], href[end:]
-    else:
-        path, rest = href, ""
-    if first != "/":
-        path = directory + path
-    # Every segment follows a "/", so a "." or ".." segment needs a "/." somewhere.
-    if "/." in path:
-        path = _remove_dot_segments(path)
-    return origin + path + rest
+def _canonical(href: str) -> str:
+    """The canonical form of a serialized special (http/https) URL; string work only, no parsing."""
+    cut = href.find("#")
+    if cut >= 0:
+        href = href[:cut]
+    start = href.find("//") + 2
+    path_at = href.find("/", start)  # a special URL's serialization always has a path
+    if path_at < 0:
+        path_at = len(href)
+    at = href.rfind("@", start, path_at)  # an "@" inside credentials is serialized as %40
+    if at >= 0:
+        href = href[:start] + href[at + 1 :]
+        path_at -= at + 1 - start
+    query_at = href.find("?", path_at)
+    if query_at >= 0:
+        pairs = sorted(pair for pair in href[query_at + 1 :].split("&") if pair)
+        href = href[:query_at] + ("?" + "&".join(pairs) if pairs else "")
+    if href.find("%", path_at) >= 0:
+        href = href[:path_at] + _PERCENT.sub(_normal_escape, href[path_at:])
+    return href
 
 
-@lru_cache(maxsize=1024)
-def _split_base(base: str) -> tuple[str, str] | None:
-    """``('https://host:port', '/directory/')`` of a valid http(s) base URL, else None."""
-    try:
-        parts = urlsplit(base)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number or out of range
-    except ValueError:
-        return None
-    if parts.scheme not in _DEFAULT_PORT or not parts.hostname:
-        return None
-    path = parts.path or "/"
-    return f"{parts.scheme}://{parts.netloc}", path[: path.rfind("/") + 1]
-
-
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4 on an absolute path."""
-    segments = path.split("/")
-    if "." not in segments and ".." not in segments:
-        return path
-    out: list[str] = []
-    for segment in segments:
-        if segment == "..":
-            if len(out) > 1:
-                out.pop()
-        elif segment != ".":
-            out.append(segment)
-    if segments[-1] in (".", ".."):
-        out.append("")
-    return "/".join(out) if len(out) > 1 else "/"
+def _normal_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(0)[1:], 16))
+    return char if char in _UNRESERVED else match.group(0).upper()
 
 
 @dataclass(frozen=True, slots=True)

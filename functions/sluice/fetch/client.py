@@ -25,6 +25,7 @@ from types import TracebackType
 
 import httpx
 
+from sluice.extraction.urls import resolve_link
 from sluice.spec import Politeness
 
 from .errors import DeferredFetchError, PermanentFetchError, RetryableFetchError, SkipFetch, translate
@@ -227,7 +228,7 @@ class PageFetcher:
     async def _attempt(self, url: str, validators: Validators | None, robots_mode: bool) -> _Answer:
         """One attempt: every redirect hop is address-checked, robots-checked and gated."""
         try:
-            target = httpx.URL(url)
+            target = _without_credentials(httpx.URL(url))
         except httpx.InvalidURL as exc:
             raise PermanentFetchError("invalid URL") from exc
         headers = validators.request_headers() if validators is not None and not robots_mode else {}
@@ -280,10 +281,14 @@ class PageFetcher:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in reply.raw_headers}
         location = headers.get("location")
         if status in _REDIRECTS and location:
+            # Resolved as a browser resolves it; credentials a site puts in a Location are never sent.
+            next_url = resolve_link(location, str(target))
+            if next_url is None:
+                raise PermanentFetchError(f"bad redirect location {location[:200]!r}")
             try:
-                return target.join(location)
+                return _without_credentials(httpx.URL(next_url))
             except httpx.InvalidURL as exc:
-                raise PermanentFetchError("bad redirect location") from exc
+                raise PermanentFetchError(f"bad redirect location {location[:200]!r}") from exc
         if self.rules.should_retry(status):
             after = parse_retry_after(headers.get("retry-after"), time.time())
             raise RetryableFetchError(f"http {status}", status=status, retry_after_s=after)
@@ -317,3 +322,8 @@ class PageFetcher:
             return RobotsResponse(None, error=got.reason, permanent=not got.retryable)
         answer, _ = got
         return RobotsResponse(answer.status, answer.body)
+
+
+def _without_credentials(url: httpx.URL) -> httpx.URL:
+    """``url`` with no user name or password: a URL's credentials would be sent as Basic auth."""
+    return url.copy_with(userinfo=b"") if url.userinfo else url

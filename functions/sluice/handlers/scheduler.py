@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sluice.handlers.bootstrap import services
 from sluice.messages import StartEvent, parse_body
 from sluice.observability import logger
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start import StartFailed, start_run
 
 SAFETY_MARGIN_MS = 60_000
 
@@ -19,7 +19,12 @@ SAFETY_MARGIN_MS = 60_000
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     start = parse_body(StartEvent, event)
     logger.append_keys(crawl=start.crawl)
-    result = start_run(
-        start, services(), time_left=lambda: (context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS) / 1000
-    )
+    try:
+        result = start_run(
+            start, services(), time_left=lambda: (context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS) / 1000
+        )
+    except StartFailed as exc:
+        # Answered, not raised: a retry would open another run only to fail the same way. The closed
+        # run's summary and verdict say what happened, and its alarms fire.
+        return {"crawl": start.crawl, "failed": str(exc)}
     return asdict(result)

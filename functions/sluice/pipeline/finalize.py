@@ -42,8 +42,13 @@ class Finalized:
     summary_key: str
 
 
-def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = False) -> Finalized | None:
-    """Finalize a run if it is drained (or overdue, or ``force``); None if it is not time yet or already done."""
+def finalize_run(
+    crawl: str, run_id: str, services: Services, *, force: bool = False, stopped: str | None = None
+) -> Finalized | None:
+    """Finalize a run if it is drained (or overdue, or ``force``); None if it is not time yet or already done.
+
+    ``stopped`` says why a forced run ended early; the summary carries it.
+    """
     run = services.ledger.get_run(crawl, run_id)
     if run is None or run.status == "finished":
         return None
@@ -52,7 +57,7 @@ def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = F
             return None
         # The finalizer died mid-way: every output key is rewritten whole, so doing it again is safe.
         logger.warning("finalizing again after an interrupted finalizer", extra={"crawl": crawl, "run_id": run_id})
-        return _finish(services, run, _count(services, run))
+        return _finish(services, run, _count(services, run), stopped)
     as_it_stands = force or run.overdue
     if as_it_stands:
         if not services.ledger.begin_finalizing(crawl, run_id):
@@ -72,7 +77,7 @@ def finalize_run(crawl: str, run_id: str, services: Services, *, force: bool = F
             return None
         if not services.ledger.begin_finalizing(crawl, run_id):
             return None
-    return _finish(services, run, count)
+    return _finish(services, run, count, stopped)
 
 
 @dataclass
@@ -91,20 +96,23 @@ def _count(services: Services, run: RunState) -> _Count:
     return count
 
 
-def _finish(services: Services, run: RunState, count: _Count) -> Finalized:
+def _finish(services: Services, run: RunState, count: _Count, stopped: str | None = None) -> Finalized:
     crawl, run_id, tally = run.crawl, run.run_id, count.tally
     started = time.monotonic()
     spec = services.spec(crawl)
     tuning = services.tuning
+    finished = tally.drained and stopped is None  # a run stopped early is unfinished, however little it had
     output = write_output(services.objects, count.plan, Reading(tuning.output_span_bytes, tuning.output_readers))
     previous = services.ledger.latest_finished(crawl, run_id)
     verdict = judge(
         tally.counts(output.records),
         previous.records if previous is not None else None,
         spec.alerts,
-        finished=tally.drained,
+        finished=finished,
     )
-    summary = run_summary(run, tally, output, verdict, previous)
+    summary = run_summary(run, tally, output, verdict, previous, finished=finished)
+    if stopped is not None:
+        summary["stopped"] = stopped
     finalize_s = time.monotonic() - started
     variable, fixed = count.usage.usage(
         tuning,
@@ -120,7 +128,7 @@ def _finish(services: Services, run: RunState, count: _Count) -> Finalized:
     services.objects.put(key, _json(summary), "application/json")
     emit_metrics(run, tally, output, verdict)
     services.ledger.finish(
-        crawl, run_id, healthy=verdict.healthy, complete=tally.drained, records=output.records, summary_key=key
+        crawl, run_id, healthy=verdict.healthy, complete=finished, records=output.records, summary_key=key
     )
     logger.info("run finalized", extra={"crawl": crawl, "run_id": run_id, "healthy": verdict.healthy})
     return Finalized(crawl, run_id, summary, key)
@@ -170,12 +178,18 @@ def revive_waiting(services: Services, crawl: str, run_id: str) -> int:
 
 
 def run_summary(
-    run: RunState, tally: RunTally, output: OutputSummary, verdict: Verdict, previous: RunState | None
+    run: RunState,
+    tally: RunTally,
+    output: OutputSummary,
+    verdict: Verdict,
+    previous: RunState | None,
+    *,
+    finished: bool,
 ) -> dict[str, Any]:
     return {
         "crawl": run.crawl,
         "run_id": run.run_id,
-        "status": "finished" if tally.drained else "unfinished",
+        "status": "finished" if finished else "unfinished",
         "started_at": run.started_at,
         "finalized_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spec_digest": run.spec_digest,

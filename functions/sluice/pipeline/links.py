@@ -11,10 +11,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sluice.domain.pages import url_hash
+from sluice.domain.pages import MAX_URL, url_hash
 from sluice.domain.runs import RunState
 from sluice.domain.seedset import SeedSet
-from sluice.messages import MAX_URL, UrlTask
+from sluice.messages import UrlTask
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 

@@ -50,10 +50,39 @@ class StartResult:
     catalog_run: str | None = None
 
 
+class StartFailed(Exception):
+    """A start that opened its run and then met input it cannot use; the run is closed, its lock released.
+
+    Not retried: the same start would meet the same input again.
+    """
+
+
 def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], float]) -> StartResult:
-    """Open a run (or continue one's fan-out) and enqueue seeds until done or ``time_left()`` runs low."""
+    """Open a run (or continue one's fan-out) and enqueue seeds until done or ``time_left()`` runs low.
+
+    Raises :class:`StartFailed` when the run cannot go on for its input (the run is closed first, so
+    the crawl's lock never outlives a failed start). Errors of the services (throttling, a network
+    fault) propagate with the lock held: a retried start resumes the run it opened.
+    """
     spec = services.spec(event.crawl)
     run, retried = _open_or_resume(event, services, spec)
+    try:
+        return _fan_out(event, services, spec, run, retried, time_left)
+    except ValueError as exc:
+        why = f"start failed: {exc}"[:1000]
+        logger.exception("start failed: closing the run", extra={"crawl": spec.name, "run_id": run.run_id})
+        finalize_run(spec.name, run.run_id, services, force=True, stopped=why)
+        raise StartFailed(f"crawl {spec.name!r} run {run.run_id}: {why}") from exc
+
+
+def _fan_out(
+    event: StartEvent,
+    services: Services,
+    spec: CrawlSpec,
+    run: RunState,
+    retried: bool,
+    time_left: Callable[[], float],
+) -> StartResult:
     plan = SeedPlan(services, spec, run)
     offset = max(event.offset, run.fanned_out)
     if offset == 0:

@@ -26,6 +26,8 @@ from pydantic import (
     model_validator,
 )
 
+from sluice.domain.pages import MAX_URL
+from sluice.extraction.urls import canonicalize_url, has_credentials
 from sluice.spec.selectors import FieldSelector, check_css, parse_field_selector
 
 DEFAULT_USER_AGENT = "Sluice/0.1 (a polite scheduled crawler)"
@@ -47,17 +49,25 @@ class _Strict(BaseModel):
 
 
 def _http_url(value: str) -> str:
+    """An absolute http(s) URL as the WHATWG URL Standard parses it, without credentials, that a run can carry."""
+    shown = repr(value) if len(value) <= 120 else f"{value[:100]!r}... ({len(value)} characters)"
+    if len(value) > MAX_URL:
+        raise ValueError(f"{shown} is longer than the {MAX_URL} characters a URL may have")
+    if any(c.isspace() for c in value):
+        raise ValueError(f"{shown} contains whitespace")
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https"):
-        raise ValueError(f"{value!r} is not an http(s) URL")
-    if not parts.hostname:
-        raise ValueError(f"{value!r} has no host")
-    if any(c.isspace() for c in value):
-        raise ValueError(f"{value!r} contains whitespace")
+        raise ValueError(f"{shown} is not an http(s) URL")
+    if has_credentials(value):
+        raise ValueError(
+            f"{shown} carries a user name or password: credentials never go in a URL (they would be sent to the site)"
+        )
     try:
-        parts.port  # noqa: B018 - urllib checks the port's range only when asked
+        canonical = canonicalize_url(value)
     except ValueError:
-        raise ValueError(f"{value!r} has a port outside 0-65535") from None
+        raise ValueError(f"{shown} is not a valid URL (its host or port cannot be parsed)") from None
+    if len(canonical) > MAX_URL:
+        raise ValueError(f"{shown} is longer than the {MAX_URL} characters a URL may have, once encoded")
     return value
 
 
@@ -122,6 +132,8 @@ class Seeds(_Strict):
             raise ValueError("give seed urls, or a template with a range")
         if self.count() > MAX_SEED_URLS:
             raise ValueError(f"{self.count()} seeds is more than the {MAX_SEED_URLS} a run takes")
+        if self.template is not None and self.range is not None:
+            _http_url(self.template.replace("{n}", str(self.range.stop)))  # the longest URL it makes
         return self
 
     def count(self) -> int:
