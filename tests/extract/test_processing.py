@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from sluice.extraction.patterns import PatternError, compile_pattern
 from sluice.extraction.processing import (
     FieldProcessor,
     _parse_number_general,
     _parse_price_general,
-    compiled_regex,
     parse_number,
     parse_price,
     process_value,
@@ -101,10 +101,34 @@ def test_string_steps_accept_numbers() -> None:
 
 def test_regexes_compiled_once() -> None:
     pattern = r"only-(\d+)-once"
-    compiled_regex.cache_clear()
+    compile_pattern.cache_clear()
     pipelines = [FieldProcessor(steps({"regex": pattern})) for _ in range(5)]
     assert [p("only-7-once") for p in pipelines] == ["7"] * 5
-    assert compiled_regex.cache_info().misses == 1
+    assert compile_pattern.cache_info().misses == 1
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(a|a)*$", r"(a|aa)+$", r"(\w+\s?)*$", r"(.*a){20}$"])
+def test_patterns_that_backtrack_exponentially_run_in_linear_time(pattern: str) -> None:
+    """Each extra "a" doubles a backtracking engine's time; at 5,000 it would never end (the timeout)."""
+    hostile = "a" * 5_000 + "!"
+    assert process_value(hostile, steps({"regex": pattern})) in (None, "")
+    assert process_value("a" * 5_000, steps({"regex": pattern})) is not None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"),
+    [
+        (r"(a)\1", "backreferences, lookahead and lookbehind are not supported"),
+        (r"price(?= EUR)", "backreferences, lookahead and lookbehind are not supported"),
+        (r"(?<!\w)\d+", "backreferences, lookahead and lookbehind are not supported"),
+        ("(unclosed", "is not a valid regular expression"),
+        ("a" * 1_001, "a pattern has at most 1000 characters"),
+    ],
+)
+def test_patterns_linear_matching_cannot_run_are_refused_saying_why(pattern: str, says: str) -> None:
+    with pytest.raises(PatternError, match=says):
+        compile_pattern(pattern)
 
 
 FAST_PATH_CASES = [

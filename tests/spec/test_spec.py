@@ -143,6 +143,11 @@ def test_selector_dialect(source: str, css: str | None, pick: str, attr: str | N
         (minimal(follow={"allowed_domains": ["https://x.example/"]}), "follow.allowed_domains: 'https://x.example/'"),
         (minimal(follow={"max_depth": -1}), "follow.max_depth: Input should be greater than or equal to 0"),
         (minimal(follow={"deny": ["(unclosed"]}), "follow.deny.0: '(unclosed' is not a valid regular expression"),
+        (minimal(follow={"allow": [r"(x)\1"]}), "follow.allow.0: '(x)\\\\1' uses what linear-time matching cannot"),
+        (
+            minimal(extract={"fields": {"t": {"selector": "h1", "process": [{"regex": "a(?=b)"}]}}}),
+            "extract.fields.t.process.0.regex: 'a(?=b)' uses what linear-time matching cannot run",
+        ),
         (minimal(politeness={"concurrency": 0}), "politeness.concurrency: Input should be greater than or equal to 1"),
         (minimal(politeness={"user_agent": "a\r\nX-Evil: 1"}), "politeness.user_agent: a user agent is one line"),
         (minimal(politeness={"retry": {"status_codes": [200]}}), "politeness.retry.status_codes: 200 is not an HTTP"),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
+from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor
 from sluice.extraction.urls import Scope, canonical_link, canonicalize_url, resolve_link
 from sluice.spec import CrawlSpec
@@ -124,7 +124,7 @@ class Extractor:
         self._item = extract.item
         # Matches an item inside another item.
         self._nested_css = f":is({extract.item}) :is({extract.item})" if extract.item is not None else None
-        self._pages = re.compile(extract.pages) if extract.pages is not None else None
+        self._pages = compile_pattern(extract.pages) if extract.pages is not None else None
         self._key = tuple(extract.key or ())
         self._fields = tuple(
             _Field(name, f.selector.css, _getter(f.selector), FieldProcessor(f.process), f.required, f.many)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
+from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.urls import resolve_link
 from sluice.spec import ProcessStep, RegexStep, ReplaceStep
 
@@ -146,14 +146,8 @@ _NAMED: dict[str, StepFn] = {
 }
 
 
-@lru_cache(maxsize=1024)
-def compiled_regex(pattern: str) -> re.Pattern[str]:
-    """``re.compile(pattern)``, once per pattern."""
-    return re.compile(pattern)
-
-
 def _regex_step(pattern: str) -> StepFn:
-    compiled = compiled_regex(pattern)
+    compiled = compile_pattern(pattern)
     group = 1 if compiled.groups else 0
 
     def step(value: Any, base_url: str) -> Any:

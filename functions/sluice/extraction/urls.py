@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 import ada_url
 
+from sluice.extraction.patterns import Pattern, compile_pattern
+
 if TYPE_CHECKING:
     from sluice.spec import CrawlSpec
 
@@ -117,8 +119,8 @@ class Scope:
 
     hosts: frozenset[str]
     host_ports: frozenset[tuple[str, int]]
-    allow: tuple[re.Pattern[str], ...] = ()
-    deny: tuple[re.Pattern[str], ...] = ()
+    allow: tuple[Pattern, ...] = ()
+    deny: tuple[Pattern, ...] = ()
 
     @classmethod
     def from_spec(cls, spec: CrawlSpec) -> Scope:
@@ -134,8 +136,8 @@ class Scope:
         return cls(
             frozenset(hosts),
             frozenset(host_ports),
-            tuple(re.compile(p) for p in spec.follow.allow),
-            tuple(re.compile(p) for p in spec.follow.deny),
+            tuple(compile_pattern(p) for p in spec.follow.allow),
+            tuple(compile_pattern(p) for p in spec.follow.deny),
         )
 
     def allows(self, url: str) -> bool:

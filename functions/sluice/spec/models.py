@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from sluice.domain.pages import MAX_URL
+from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.urls import canonicalize_url, has_credentials
 from sluice.spec.selectors import FieldSelector, check_css, parse_field_selector
 
@@ -72,10 +73,7 @@ def _http_url(value: str) -> str:
 
 
 def _regex(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
+    compile_pattern(value)  # PatternError (a ValueError) says what is wrong with it
     return value
 
 
