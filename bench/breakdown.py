@@ -22,6 +22,7 @@ from bench.client_sluice import bench_spec
 from bench.common import CLIENT_CORE, RESULT_PREFIX, pin_to_core
 from sluice.extraction.charset import decode_html
 from sluice.extraction.extract import extract_page
+from sluice.extraction.limits import check_nesting
 from sluice.extraction.urls import canonical_link, canonicalize_url
 from sluice.fetch.outcomes import content_hash
 from sluice.spec import CrawlSpec, parse_spec
@@ -70,6 +71,7 @@ def measure(heavy: bool = False) -> dict[str, float]:
         "gzip decode": per_call_us(lambda: zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(gz)),
         "sha256 content hash": per_call_us(lambda: content_hash(body)),
         "charset decode": per_call_us(lambda: decode_html(body, page.content_type)),
+        "nesting check (extraction/limits.py)": per_call_us(lambda: check_nesting(html)),
         "lexbor parse": per_call_us(lambda: LexborHTMLParser(html)),
         "extract (whole)": per_call_us(lambda: extract_page(spec, PAGE_URL, html)),
         "extract, no absolute_url step": per_call_us(lambda: extract_page(no_abs, PAGE_URL, html)),

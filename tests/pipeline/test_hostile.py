@@ -203,3 +203,25 @@ def test_the_records_table_gets_each_new_or_changed_record_once_per_batch_and_no
     changed = pipeline.tally(CRAWL, second).records_changed
     assert changed == 5
     assert sum(len(call) for call in calls) == changed  # the unchanged 95 cost no write
+
+
+@pytest.mark.parametrize("closed", ["1", "0"])
+def test_a_page_nested_too_deep_to_parse_fails_with_its_reason_and_its_batch_goes_on(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, closed: str
+) -> None:
+    """100,000 nested <div>s (1.1 MB) took lexbor 55 s, stalling every page in flight beside it."""
+    data = books_spec(CRAWL, site.base_url, pages=3, urls=[f"/_test/deep?depth=100000&closed={closed}"])
+    data["follow"]["selectors"] = ["a[href^='/_test/']"]  # the deep page's one link, were it parsed
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    pages = summary["pages"]
+    assert (summary["status"], pages["fetched"], pages["failed"]) == ("finished", 3, 1)
+    assert summary["records"]["total"] == 3 * 20  # the catalogue pages in its batch are whole
+    entries = pipeline.services.frontier.scan(run_id)
+    [deep] = [e for e in entries if "/_test/deep" in e.url]
+    assert deep.result is not None
+    assert deep.result.reason == "HTML nests more than 1024 elements deep: not parsed (parse time grows with depth)"
+    assert site.stats.count("/_test/status/200") == 0  # its link was never parsed out
+    assert pipeline.dead_letters() == []

@@ -10,6 +10,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
+from sluice.extraction.limits import check_nesting
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor
 from sluice.extraction.urls import Scope, canonical_link, canonicalize_url, resolve_link
@@ -139,7 +140,9 @@ class Extractor:
         """Extract records and links from one page; broken or empty HTML yields what it can.
 
         ``html`` is text, or bytes lexbor reads as UTF-8 (see :func:`sluice.extraction.charset.parser_input`).
+        Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page nested too deep to parse.
         """
+        check_nesting(html)
         tree = LexborHTMLParser(html)
         base_url = _base_url(tree, page_url)
         links, out_of_scope = self._links(tree, base_url, page_url)
@@ -286,5 +289,8 @@ def extractor_for(spec: CrawlSpec) -> Extractor:
 
 
 def extract_page(spec: CrawlSpec, page_url: str, html: str | bytes) -> PageExtraction:
-    """Records and follow links of one page of ``spec``'s crawl; never raises for broken HTML."""
+    """Records and follow links of one page of ``spec``'s crawl; never raises for broken HTML.
+
+    Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page refused unparsed.
+    """
     return extractor_for(spec).extract(page_url, html)

@@ -43,6 +43,7 @@ from sluice.domain.runs import Progress, RunState
 from sluice.domain.seedset import SeedSet
 from sluice.extraction.charset import parser_input
 from sluice.extraction.extract import Record, extract_page, record_line
+from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
@@ -454,7 +455,10 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         # The same bytes as the catalog run saw: the same records and links (the spec is unchanged,
         # or the scheduler would not have said "carried"), so nothing is extracted or rewritten.
         return _Visit(task, _carried(task, prior, outcome.validators, outcome.status))
-    extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
+    try:
+        extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
+    except PageTooComplex as exc:  # refused before parsing: failed for good, with the reason
+        return _Visit(task, _failed(task, Failed(task.url, str(exc), False, outcome.status, None, 1), prior))
     records = _unique(extraction.records)
     packed = record_digests((r.key, r.content_hash) for r in records) if len(records) <= MAX_DIGESTS else b""
     counts, upserts = _classify(records, prior)

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from sluice.extraction.charset import parser_input
 from sluice.extraction.extract import PageExtraction, Record, extract_page
+from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import canonicalize_url
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
@@ -175,7 +176,12 @@ class Crawl:
         if not isinstance(outcome, Fetched):
             return
         # UTF-8 pages go to lexbor as bytes: no decode to text and re-encode on the way in.
-        extraction = extract_page(self.spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
+        try:
+            extraction = extract_page(self.spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
+        except PageTooComplex as exc:
+            self.tally.fetched -= 1
+            self.tally.count(Failed(task.url, str(exc), False, outcome.status, None, outcome.attempts))
+            return
         if extraction.records:
             self._sink.write(extraction.records)
         self.tally.add(extraction)

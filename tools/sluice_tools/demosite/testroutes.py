@@ -108,6 +108,7 @@ class FixedEndpoints:
         long-link?chars=N                   a page linking to /_test/status/200 and to a same-site URL of N chars
         long-etag?chars=N                   a page whose ETag is N characters long; honours If-None-Match
         many-records?n=N                    a list of N items, <li>record 0</li> ... (the same names on every page)
+        deep?depth=N&closed=1|0             N nested <div>s (closed or not) around a link to /_test/status/200
         """
         name, _, arg = request.path.removeprefix("/_test/").partition("/")
         static = _STATIC.get(name)
@@ -130,6 +131,7 @@ class FixedEndpoints:
             "long-link": self._long_link,
             "long-etag": self._long_etag,
             "many-records": self._many_records,
+            "deep": self._deep,
         }
         handler = handlers.get(name)
         if handler is not None:
@@ -216,6 +218,14 @@ class FixedEndpoints:
     def _many_records(self, request: Request, arg: str) -> Result:
         n = max(0, min(_int(request, "n", 100), 100_000))
         return _ok("<ul>" + "".join(f"<li>record {i}</li>" for i in range(n)) + "</ul>")
+
+    def _deep(self, request: Request, arg: str) -> Result:
+        depth = max(0, min(_int(request, "depth", 100_000), 1_000_000))
+        closing = "</div>" * depth if request.query.get("closed", "1") != "0" else ""
+        body = (
+            f'<!DOCTYPE html>\n<html><body>{"<div>" * depth}<a href="/_test/status/200">in</a>{closing}</body></html>'
+        )
+        return Response(200, [("Content-Type", HTML)], body.encode())
 
     def _etag(self, request: Request, arg: str) -> Result:
         page = self._etags.get(arg)

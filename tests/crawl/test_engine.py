@@ -1,0 +1,52 @@
+"""`sluice crawl`, the engine alone: the demo site over real sockets, records to JSON Lines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sluice.spec import CrawlSpec, parse_spec
+from sluice_tools.crawl.engine import crawl
+from sluice_tools.crawl.sinks import JsonlSink
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[RunningDemoSite]:
+    with running_demo_site(books=100) as running:
+        yield running
+
+
+def spec_for(site: RunningDemoSite, *urls: str) -> CrawlSpec:
+    return parse_spec(
+        {
+            "name": "engine",
+            "seeds": {
+                "urls": [f"{site.base_url}{u}" for u in urls],
+                "template": f"{site.base_url}/catalogue/page-{{n}}.html",
+                "range": {"start": 1, "stop": 2},
+            },
+            "follow": {"selectors": ["a[href^='/_test/']"], "max_depth": 1},
+            "extract": {
+                "item": "article.product_pod",
+                "fields": {"title": {"selector": "h3 a::attr(title)", "required": True}},
+            },
+            "politeness": {"concurrency": 4, "obey_robots": False, "timeout_seconds": 5},
+        }
+    )
+
+
+@pytest.mark.timeout(60)
+def test_a_page_too_deep_to_parse_is_counted_failed_and_the_crawl_goes_on(
+    site: RunningDemoSite, tmp_path: Path
+) -> None:
+    out = tmp_path / "records.jsonl"
+    with JsonlSink(out) as sink:
+        tally = asyncio.run(crawl(spec_for(site, "/_test/deep?depth=100000"), sink, allow_loopback=True))
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (tally.fetched, tally.failed, len(records)) == (2, 1, 40)
+    assert list(tally.failures) == ["HTML nests more than 1024 elements deep: not parsed (parse time grows with depth)"]

@@ -1,0 +1,63 @@
+"""The nesting bound checked before a page is parsed: deep pages refused, real pages untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.extraction.extract import extract_page
+from sluice.extraction.limits import FEW_TAGS, MAX_DEPTH, PageTooComplex, check_nesting, nesting_depth
+from sluice.spec import CrawlSpec
+from sluice_tools.demosite.catalogue import Catalogue
+from sluice_tools.demosite.docs import DocsSite
+
+PAD = "<br>" * (FEW_TAGS + 1)  # enough tags to be scanned, none nesting
+
+
+def both(html: str) -> list[str | bytes]:
+    return [html, html.encode()]
+
+
+@pytest.mark.parametrize(
+    ("html", "depth"),
+    [
+        (PAD + "<div>" * 2000 + "</div>" * 2000, 2000),
+        (PAD + "<div>" * 2000, 2000),  # never closed
+        (PAD + "<DIV>" * 300 + "</div>" * 300 + "<span>" * 10, 300),  # upper case is the same element
+        (PAD + "<table><tr><td>" * 700, 700),  # tr and td close themselves; tables nest
+        (PAD + "<div><span><b>x</div>" * 3000, 3),  # sloppy: </div> closes what it holds
+        (PAD + "<div>" * 50 + "</span>" * 5000 + "</div>" * 50, 50),  # stray end tags close nothing
+        (PAD + "<p>x" * 5000 + "<li>y" * 5000, 0),  # optional end tags nest nothing
+        (PAD + "<script>" + "<div>" * 5000 + "</script>" + "<!--" + "<div>" * 5000 + "-->", 0),  # raw text
+    ],
+)
+def test_nesting_depth_follows_the_parsers_rules_in_small(html: str, depth: int) -> None:
+    for form in both(html):
+        assert nesting_depth(form) == depth
+
+
+def test_pages_with_few_tags_are_not_scanned() -> None:
+    assert nesting_depth("<div>" * FEW_TAGS) == 0  # at worst a few ms of parsing: not worth a scan
+
+
+def test_the_scan_stops_once_the_page_is_known_too_deep() -> None:
+    assert nesting_depth("<div>" * 100_000, stop_at=MAX_DEPTH + 1) == MAX_DEPTH + 1
+
+
+@pytest.mark.parametrize("html", both("<div>" * 100_000 + "</div>" * 100_000))
+def test_a_deep_page_is_refused_unparsed(html: str | bytes) -> None:
+    with pytest.raises(PageTooComplex, match="nests more than 1024 elements"):
+        check_nesting(html)
+
+
+def test_extraction_refuses_a_deep_page(spec: CrawlSpec) -> None:
+    with pytest.raises(PageTooComplex):
+        extract_page(spec, "https://books.toscrape.com/", "<div>" * 10_000)
+
+
+def test_real_pages_pass(spec: CrawlSpec) -> None:
+    docs = DocsSite(pages=200)
+    bodies = [docs.get(p).body for p in list(docs.paths())[:20]]  # type: ignore[union-attr]
+    bodies.append(Catalogue(books=200, heavy=True).get("/catalogue/page-7.html").body)  # type: ignore[union-attr]
+    for body in bodies:
+        check_nesting(body)
+        check_nesting(body * 10)  # ten pages' worth of tags, scanned: still shallow
