@@ -125,8 +125,49 @@ def test_many_fields(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:
     assert first["icons"] == ["icon-star"] * 5
     url = "https://books.toscrape.com/a-light-in-the-attic-1_999/index.html"
     assert first["links"] == [url, url]
-    assert (first["badges"], second["icons"], third["badges"]) == (None, None, ["New"])
+    # A list field with no values is an empty list, never null; it still counts as missing.
+    assert (first["badges"], second["icons"], third["badges"]) == ([], [], ["New"])
     assert result.missing == {"title": 0, "icons": 1, "links": 0, "badges": 2}
+
+
+def test_a_required_list_field_with_no_values_drops_its_record(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:
+    fields = {"title": "h3 a::attr(title)", "badges": {"selector": "span.badge::text", "many": True, "required": True}}
+    badge = pod(3).replace("<h3>", '<span class="badge">New</span><h3>')
+    result = extract_page(fields_spec(make_spec, fields), PAGE_URL, listing([pod(1), badge]))
+    assert [r.data["badges"] for r in result.records] == [["New"]]
+    assert result.rejected == {"badges": 1}
+
+
+def test_a_field_can_take_the_pages_own_url(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:
+    fields = {
+        "title": "h3 a::attr(title)",
+        "found_on": "::page_url",
+        "pages": {"selector": "::page_url", "many": True},
+        "host": {"selector": "::page_url", "process": [{"regex": "//([^/]+)/"}]},
+    }
+    result = extract_page(fields_spec(make_spec, fields), PAGE_URL, listing([pod(1), pod(2)]))
+    assert [r.data["found_on"] for r in result.records] == [PAGE_URL, PAGE_URL]
+    assert result.records[0].data["pages"] == [PAGE_URL]
+    assert result.records[0].data["host"] == "books.toscrape.com"
+
+
+def test_records_whose_key_fell_back_are_counted(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:
+    """With extract.key, a record missing a key field falls back to its url field, then its position."""
+    no_upc = {"title": "h3 a::attr(title)", "upc": "span.upc::text", "url": "h3 a::attr(href)"}
+    upc = pod(2).replace("<h3>", '<span class="upc">u2</span><h3>')
+    result = extract_page(fields_spec(make_spec, no_upc, key=["upc"]), PAGE_URL, listing([pod(1), upc]))
+    assert [(r.key, r.key_fallback) for r in result.records] == [
+        ("../../../a-light-in-the-attic-1_999/index.html", True),
+        ("u2", False),
+    ]
+    assert result.fallback_keys == 1
+
+    # Without extract.key the url field is the key by rule; only the page-and-position key is a fallback.
+    by_url = extract_page(fields_spec(make_spec, no_upc), PAGE_URL, listing([pod(1)]))
+    assert (by_url.records[0].key_fallback, by_url.fallback_keys) == (False, 0)
+    positional = extract_page(fields_spec(make_spec, {"title": "h3 a::attr(title)"}), PAGE_URL, listing([pod(1)]))
+    assert positional.records[0].key == f"{PAGE_URL}#0"
+    assert positional.fallback_keys == 1
 
 
 def test_key_from_key_fields(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:

@@ -225,3 +225,16 @@ def test_a_page_nested_too_deep_to_parse_fails_with_its_reason_and_its_batch_goe
     assert deep.result.reason == "HTML nests more than 1024 elements deep: not parsed (parse time grows with depth)"
     assert site.stats.count("/_test/status/200") == 0  # its link was never parsed out
     assert pipeline.dead_letters() == []
+
+
+def test_records_whose_key_fell_back_are_counted_in_the_summary(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    data = books_spec(CRAWL, site.base_url, pages=2, max_depth=0)
+    data["extract"]["fields"]["upc"] = {"selector": "span.upc-the-listing-does-not-have::text"}
+    data["extract"]["key"] = ["upc"]
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+    records = pipeline.summary(CRAWL, run_id)["records"]
+    assert (records["total"], records["fallback_keys"]) == (40, 40)  # each keyed by its url field instead
+    assert all(r["_key"].startswith("http") for r in pipeline.records(CRAWL, run_id))

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from infra.config import DEFAULT
 
 from sluice.spec import parse_spec
 from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.emulate.runner import EmulatedRunner
+from sluice_tools.runner.local import LocalFleet
+from sluice_tools.runner.session import RunView
 
 CRAWL = "books"
 PAGES = 5
@@ -106,3 +112,28 @@ def test_sluice_run_emulating_aws_gives_the_same_run(
     assert aws["records"] == local["records"]
     assert sorted(r["_key"] for r in output_lines(aws)) == sorted(r["_key"] for r in output_lines(local))
     assert Path(aws["outputs"]["summary"]).is_relative_to(state / "moto")
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
+def test_the_progress_bar_ends_on_the_summarys_counts_when_the_site_is_down(
+    tmp_path: Path, books_spec: Any, emulate: bool
+) -> None:
+    """A refused connection is retried, then counted failed: the last view says so, as the summary does."""
+    with socket.socket() as probe:  # a port nothing listens on: the site is down
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    data = books_spec(CRAWL, down, pages=1, retry_times=0)
+    spec = parse_spec(data)
+    crawls = tmp_path / "crawls"
+    crawls.mkdir()
+    (crawls / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    views: list[RunView] = []
+    once = replace(DEFAULT, max_receive_count=1)  # the first failure is the last: no waiting on redelivery
+    if emulate:
+        runner = EmulatedRunner(crawls, tmp_path / "moto", workers=1, allow_loopback=True, config=once)
+        run = runner.run(spec, progress=views.append)
+    else:
+        fleet = LocalFleet(crawls, tmp_path / "state", workers=1, allow_loopback=True, config=once)
+        run = fleet.run(spec, progress=views.append)
+    assert run.summary["pages"]["failed"] == 1
+    assert views[-1] == RunView(done=1, enqueued=1, records=0, failed=1)

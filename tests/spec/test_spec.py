@@ -113,6 +113,7 @@ def test_selector_dialect(source: str, css: str | None, pick: str, attr: str | N
         (minimal(extract={"fields": {"price": {"selector": "::attr("}}}), "extract.fields.price.selector: '::attr('"),
         (minimal(extract={"fields": {"price": "p..price"}}), "extract.fields.price.selector: 'p..price' is not"),
         (minimal(extract={"fields": {"price": "p::nope"}}), "extract.fields.price.selector: '::nope' is not a valid"),
+        (minimal(extract={"fields": {"u": "a::page_url"}}), "extract.fields.u.selector: 'a::page_url' is not a valid"),
         (minimal(extract={"item": "div >", "fields": {"t": "h1"}}), "extract.item: 'div >' is not a valid selector"),
         (minimal(extract={"fields": {}}), "extract.fields: "),
         (minimal(extract={"fields": {"t": "h1"}, "key": ["upc"]}), "extract: key names 'upc', which is not a field"),

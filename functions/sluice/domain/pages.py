@@ -121,6 +121,8 @@ class PageResult:
     """How long the visit waited on the site (its share of the fetcher's time, for the cost estimate)."""
     dropped_links: int = 0
     """In-scope links left out because no task can hold them (longer than a URL a task takes)."""
+    fallback_keys: int = 0
+    """Records whose key fell back from the one ``extract.key`` names (a key field was missing)."""
 
     @property
     def records(self) -> int:
@@ -167,6 +169,8 @@ class PageResult:
             plain["ms"] = self.ms
         if self.dropped_links:
             plain["z"] = self.dropped_links
+        if self.fallback_keys:
+            plain["fk"] = self.fallback_keys
         return plain
 
     @classmethod
@@ -192,6 +196,7 @@ class PageResult:
             carried=bool(plain.get("y", False)),
             ms=int(plain.get("ms", 0)),
             dropped_links=int(plain.get("z", 0)),
+            fallback_keys=int(plain.get("fk", 0)),
         )
 
 

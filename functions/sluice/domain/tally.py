@@ -65,6 +65,7 @@ class RunTally:
     records_unchanged: int = 0
     items: int = 0
     dropped_links: int = 0
+    fallback_keys: int = 0
     missing: BoundedCounter = field(default_factory=BoundedCounter)
     rejected: BoundedCounter = field(default_factory=BoundedCounter)
     failures: BoundedCounter = field(default_factory=BoundedCounter)
@@ -106,6 +107,7 @@ class RunTally:
         self.records_unchanged += result.counts.unchanged
         self.items += result.items
         self.dropped_links += result.dropped_links
+        self.fallback_keys += result.fallback_keys
         self.missing.update(result.missing)
         self.rejected.update(result.rejected)
 

@@ -38,6 +38,9 @@ class Record:
     data: dict[str, Any]
     page_url: str
     position: int
+    key_fallback: bool = False
+    """The key is not what ``extract.key`` names (a key field was missing): the url field's value, or the
+    page URL and position (without ``extract.key``, only the latter counts as a fallback)."""
 
     @property
     def content_hash(self) -> str:
@@ -68,6 +71,11 @@ class PageExtraction:
     missing: dict[str, int]
     base_url: str
 
+    @property
+    def fallback_keys(self) -> int:
+        """Records whose key fell back (see :attr:`Record.key_fallback`)."""
+        return sum(r.key_fallback for r in self.records)
+
 
 @dataclass(frozen=True, slots=True)
 class _Field:
@@ -77,6 +85,7 @@ class _Field:
     pipeline: FieldProcessor
     required: bool
     many: bool
+    page_url: bool = False
 
 
 def _own_text(node: LexborNode) -> str | None:
@@ -128,11 +137,21 @@ class Extractor:
         self._pages = compile_pattern(extract.pages) if extract.pages is not None else None
         self._key = tuple(extract.key or ())
         self._fields = tuple(
-            _Field(name, f.selector.css, _getter(f.selector), FieldProcessor(f.process), f.required, f.many)
+            _Field(
+                name,
+                f.selector.css,
+                _getter(f.selector),
+                FieldProcessor(f.process),
+                f.required,
+                f.many,
+                f.selector.pick == "page_url",
+            )
             for name, f in extract.fields.items()
         )
         # Distinct single-element selectors: fields sharing one ("h3 a") run it once per item.
-        self._singles = tuple(dict.fromkeys(f.css for f in self._fields if not f.many and f.css is not None))
+        self._singles = tuple(
+            dict.fromkeys(f.css for f in self._fields if not f.many and not f.page_url and f.css is not None)
+        )
         self._follow = tuple(spec.follow.selectors)
         self._scope = Scope.from_spec(spec)
 
@@ -154,21 +173,21 @@ class Extractor:
         records: list[Record] = []
         page_key = ""
         for position, (item, found) in enumerate(zip(items, self._first_matches(tree, items), strict=True)):
-            data = self._fields_of(item, found, base_url)
+            data = self._fields_of(item, found, base_url, page_url)
             keep = True
             for field in self._fields:
-                if data[field.name] is None:
+                if not _present(data[field.name]):
                     missing[field.name] += 1
                     if field.required:
                         rejected[field.name] += 1
                         keep = False
             if not keep:
                 continue
-            key = self._record_key(data)
+            key, fallback = self._record_key(data)
             if key is None:
                 page_key = page_key or _page_key(page_url)
-                key = f"{page_key}#{position}"
-            records.append(Record(key, data, page_url, position))
+                key, fallback = f"{page_key}#{position}", True
+            records.append(Record(key, data, page_url, position, fallback))
         return PageExtraction(records, links, out_of_scope, len(items), rejected, missing, base_url)
 
     def _items(self, tree: LexborHTMLParser) -> list[LexborNode]:
@@ -208,14 +227,20 @@ class Extractor:
         except SelectolaxError:
             return True
 
-    def _fields_of(self, item: LexborNode, found: dict[str, LexborNode | None], base_url: str) -> dict[str, Any]:
-        """Every field's processed value for one item, None where missing."""
+    def _fields_of(
+        self, item: LexborNode, found: dict[str, LexborNode | None], base_url: str, page_url: str
+    ) -> dict[str, Any]:
+        """Every field's processed value for one item: None where missing, ``[]`` for a list with no values."""
         data: dict[str, Any] = {}
         for field in self._fields:
-            if field.many:
+            if field.page_url:
+                value: Any = field.pipeline(page_url, base_url)
+                if field.many:
+                    value = [value] if _present(value) else []
+            elif field.many:
                 nodes = item.css(field.css) if field.css is not None else [item]
                 values = [field.pipeline(raw, base_url) for raw in map(field.get, nodes) if raw is not None]
-                value: Any = [v for v in values if _present(v)] or None
+                value = [v for v in values if _present(v)]
             else:
                 node = found[field.css] if field.css is not None else item
                 raw = field.get(node) if node is not None else None
@@ -225,14 +250,15 @@ class Extractor:
             data[field.name] = value
         return data
 
-    def _record_key(self, data: dict[str, Any]) -> str | None:
-        """The key from ``extract.key`` fields, else the ``url`` field; None when neither is there."""
+    def _record_key(self, data: dict[str, Any]) -> tuple[str | None, bool]:
+        """The key from ``extract.key`` fields, else the ``url`` field (None when neither is there), and
+        whether it fell back from the key the spec names."""
         if self._key:
             parts = [data[name] for name in self._key]
             if all(_present(p) for p in parts):
-                return "|".join(_key_part(p) for p in parts)
+                return "|".join(_key_part(p) for p in parts), False
         url = data.get("url")
-        return url if isinstance(url, str) and url else None
+        return (url if isinstance(url, str) and url else None), bool(self._key)
 
     def _links(self, tree: LexborHTMLParser, base_url: str, page_url: str) -> tuple[list[str], int]:
         """Canonical in-scope links from the follow selectors, in page order, and the out-of-scope count.

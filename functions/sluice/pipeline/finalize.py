@@ -214,6 +214,7 @@ def run_summary(
             "in_output": output.records,
             "duplicates_dropped": output.duplicates,
             "carried_missing": output.carried_missing,
+            "fallback_keys": tally.fallback_keys,
         },
         "failures": tally.failures.top(),
         "skips": tally.skips.top(),

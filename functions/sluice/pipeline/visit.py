@@ -476,6 +476,7 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         missing={k: v for k, v in extraction.missing.items() if v},
         rejected={k: v for k, v in extraction.rejected.items() if v},
         digests=packed,
+        fallback_keys=sum(r.key_fallback for r in records),
     )
     links, dropped = children(task, extraction.links, spec)
     if dropped:

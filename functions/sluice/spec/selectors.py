@@ -13,7 +13,7 @@ from typing import Literal
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-Pick = Literal["text", "deep_text", "attr", "html"]
+Pick = Literal["text", "deep_text", "attr", "html", "page_url"]
 
 _ATTR = re.compile(r"::attr\(\s*([A-Za-z_:][-A-Za-z0-9_:.]*)\s*\)$")
 _PROBE = LexborHTMLParser("<html><body><p>probe</p></body></html>")
@@ -52,11 +52,14 @@ def parse_field_selector(source: str) -> FieldSelector:
     """Parse ``'p.price_color::text'``, ``'h3 a::attr(title)'``, ``'div.desc ::text'`` or plain CSS.
 
     Plain CSS takes the element's whole text; ``::text`` its own text nodes; `` ::text``
-    (with a space) every descendant text; ``::html`` the element's outer HTML.
+    (with a space) every descendant text; ``::html`` the element's outer HTML; ``::page_url``
+    (alone) the URL of the page the record is on.
     """
     text = source.strip()
     if not text:
         raise ValueError("an empty string is not a valid selector")
+    if text == "::page_url":
+        return FieldSelector(source, None, "page_url")
     if "::" not in text:
         return FieldSelector(source, check_css(text), "deep_text")
     # Leading whitespace is kept: ' ::text' is every text of the item itself, '::text' its own text.
@@ -80,4 +83,6 @@ def parse_field_selector(source: str) -> FieldSelector:
         return FieldSelector(source, css_part, "attr", match.group(1))
     if pseudo.startswith("::attr("):
         raise ValueError(f"{pseudo!r} is not a valid selector: write ::attr(name)")
-    raise ValueError(f"{pseudo!r} is not a valid selector: use ::text, ::attr(name) or ::html")
+    if pseudo == "::page_url":
+        raise ValueError(f"{source!r} is not a valid selector: ::page_url stands alone (the page's URL has no CSS)")
+    raise ValueError(f"{pseudo!r} is not a valid selector: use ::text, ::attr(name), ::html or ::page_url")

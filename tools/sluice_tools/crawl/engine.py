@@ -48,6 +48,7 @@ class CrawlTally:
     records: int = 0
     items: int = 0
     bytes: int = 0
+    fallback_keys: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     missing: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
@@ -77,6 +78,7 @@ class CrawlTally:
 
     def add(self, extraction: PageExtraction) -> None:
         self.records += len(extraction.records)
+        self.fallback_keys += extraction.fallback_keys
         self.items += extraction.items
         self.rejected.update(extraction.rejected)
         self.missing.update(extraction.missing)

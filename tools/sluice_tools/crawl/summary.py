@@ -26,6 +26,7 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
             "skipped": tally.skipped,
         },
         "records": tally.records,
+        "fallback_keys": tally.fallback_keys,
         "rejected": {field: n for field, n in tally.rejected.items() if n},
         "null_rates": {k: round(v, 4) for k, v in tally.null_rates().items()},
         "failures": dict(tally.failures.most_common(5)),
@@ -52,6 +53,8 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
     nulls = {k: v for k, v in tally.null_rates().items() if v > 0}
     if nulls:
         lines.append("  nulls    " + ", ".join(f"{f} {v:.0%}" for f, v in nulls.items()))
+    if tally.fallback_keys:
+        lines.append(f"  keys     {tally.fallback_keys} record(s) without their key fields, keyed by url or position")
     if tally.records:
         lines.append(f"  records  {out}")
     if not tally.records:

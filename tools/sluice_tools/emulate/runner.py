@@ -70,6 +70,8 @@ class EmulatedRunner:
         named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")  # the run id is known only now
         logs.replace(named)
         result.outputs["logs"] = str(named)
+        if progress is not None:
+            progress(RunView.final(result.summary))
         return result
 
     def _run_on_moto(self, spec: CrawlSpec, progress: Progress | None) -> LocalRun:

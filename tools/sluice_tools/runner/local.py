@@ -133,7 +133,10 @@ class LocalFleet:
         else:
             run_id = start_run(StartEvent(crawl=spec.name), services, time_left=lambda: math.inf).run_id
         asyncio.run(_Drain(self, spec, run_id, store, services, finalize_requests, progress).run())
-        return self._result(spec, run_id, store, resumed)
+        result = self._result(spec, run_id, store, resumed)
+        if progress is not None:
+            progress(RunView.final(result.summary))
+        return result
 
     def _interrupted(self, spec: CrawlSpec, store: LocalStore, services: Services, restart: bool) -> Resumed | None:
         """The run a killed command left for this crawl, to resume (or, with ``restart``, to close as unfinished)."""

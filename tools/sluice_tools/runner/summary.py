@@ -70,6 +70,11 @@ def as_text(run: LocalRun) -> str:
         lines.append(f"  pending  {p['pending']} page(s) never finished")
     if r.get("duplicates_dropped"):
         lines.append(f"  output   {r['duplicates_dropped']} record(s) also found on another page written once")
+    if r.get("fallback_keys"):
+        lines.append(
+            f"  keys     {r['fallback_keys']} record(s) without their key fields, keyed by url or position"
+            " (docs/spec.md: the record key)"
+        )
     previous = s.get("previous_run")
     if previous:
         lines.append(f"  previous run {previous['run_id']}: {previous['records']} records")
