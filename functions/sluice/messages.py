@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, Prior
+from sluice.spec import MAX_SEED_URLS
 
 CrawlName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
 RunId = Annotated[str, Field(pattern=r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")]
@@ -62,7 +63,7 @@ class UrlTask(_Message):
     """One URL of a run: how many link hops it is from a seed, who found it, what the catalog knew of it."""
 
     url: Annotated[str, Field(min_length=8, max_length=MAX_URL)]
-    depth: Annotated[int, Field(ge=0, le=100)] = 0
+    depth: Annotated[int, Field(ge=0, le=MAX_SEED_URLS)] = 0
     origin: Literal["seed", "link"] = "seed"
     parent: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     """The first 16 hex characters of the URL hash of the page that claimed this link."""

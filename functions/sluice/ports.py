@@ -8,6 +8,7 @@ steps in ``sluice.pipeline`` import only these protocols and the domain types.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
 
@@ -63,6 +64,15 @@ class RunLedger(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """What one claim call did: the links it claimed, and the new ones refused because the run is full."""
+
+    won: list[UrlTask] = field(default_factory=list)
+    capped: list[UrlTask] = field(default_factory=list)
+    """New links left out because the run holds ``max_pages`` URLs: the crawl was cut short."""
+
+
 class Frontier(Protocol):
     """A run's URLs: links claimed by the pages that found them, and each URL's one counting write."""
 
@@ -70,8 +80,9 @@ class Frontier(Protocol):
         """What the run holds for these URLs (claimed or done), by URL hash; unknown ones absent."""
         ...
 
-    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> list[UrlTask]:
-        """Claim new links, each with one conditional write; return the ones this call claimed.
+    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> Claims:
+        """Claim new links, each with one conditional write: the ones this call claimed, and the ones
+        refused for room.
 
         The run's frontier stays within ``max_pages`` (``seeds`` plus claimed links): exactly
         where the store can count in the same transaction, approximately otherwise.

@@ -50,3 +50,21 @@ def test_a_page_too_deep_to_parse_is_counted_failed_and_the_crawl_goes_on(
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert (tally.fetched, tally.failed, len(records)) == (2, 1, 40)
     assert list(tally.failures) == ["HTML nests more than 1024 elements deep: not parsed (parse time grows with depth)"]
+
+
+@pytest.mark.parametrize(("follow", "capped", "beyond"), [({"max_depth": 1}, 0, 1), ({"max_pages": 2}, 1, 0)])
+def test_the_engine_counts_what_its_limits_left_out(
+    site: RunningDemoSite, tmp_path: Path, follow: dict[str, int], capped: int, beyond: int
+) -> None:
+    spec = parse_spec(
+        {
+            "name": "engine",
+            "seeds": [f"{site.base_url}/catalogue/page-1.html"],
+            "follow": {"selectors": ["li.next a"], **follow},
+            "extract": {"item": "article.product_pod", "fields": {"title": "h3 a::attr(title)"}},
+            "politeness": {"concurrency": 2, "obey_robots": False},
+        }
+    )
+    with JsonlSink(tmp_path / "records.jsonl") as sink:
+        tally = asyncio.run(crawl(spec, sink, allow_loopback=True))
+    assert (tally.fetched, tally.capped_links, tally.beyond_depth) == (2, capped, beyond)

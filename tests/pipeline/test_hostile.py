@@ -117,7 +117,7 @@ def test_a_link_claimed_but_never_sent_is_sent_again_once_the_run_stops_moving(
     stranded = UrlTask(url=f"{site.base_url}/catalogue/page-5.html", depth=2, origin="link", parent=parent_id(page_1))
     # Claimed by page 1, whose visit then died; its redelivery failed for good and never sent it.
     run = pipeline.run_state(CRAWL, run_id)
-    assert pipeline.services.frontier.claim(run_id, [stranded], seeds=run.seeds, max_pages=500) == [stranded]
+    assert pipeline.services.frontier.claim(run_id, [stranded], seeds=run.seeds, max_pages=500).won == [stranded]
     pipeline.drain()
     pipeline.finalize()
     assert pipeline.run_state(CRAWL, run_id).status == "running"  # the claim waits: not drained
@@ -238,3 +238,44 @@ def test_records_whose_key_fell_back_are_counted_in_the_summary(
     records = pipeline.summary(CRAWL, run_id)["records"]
     assert (records["total"], records["fallback_keys"]) == (40, 40)  # each keyed by its url field instead
     assert all(r["_key"].startswith("http") for r in pipeline.records(CRAWL, run_id))
+
+
+@pytest.mark.parametrize("fatal", [False, True])
+def test_a_crawl_cut_short_by_max_depth_says_so_and_can_be_made_unhealthy(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, fatal: bool
+) -> None:
+    """Page 1 (depth 0) links page 2 (depth 1, the limit), which links page 3: not followed, and said."""
+    data = books_spec(CRAWL, site.base_url, pages=1, max_depth=1)
+    data["alerts"]["fail_when_truncated"] = fatal
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+    summary = pipeline.summary(CRAWL, run_id)
+    assert summary["pages"]["fetched"] == 2
+    assert summary["limits"]["max_depth"] == {"limit": 1, "links_left": 1}
+    assert summary["limits"]["max_pages"] == {"limit": 500, "links_left": 0}
+    checks = {c["check"]: c for c in summary["verdict"]["checks"]}
+    assert checks["truncated"]["message"].startswith("max_depth (1) reached: up to 1 link(s) beyond it not followed")
+    assert checks["truncated"]["ok"] is not fatal
+    assert summary["verdict"]["healthy"] is not fatal
+
+
+def test_a_crawl_cut_short_by_max_pages_counts_the_new_links_it_left(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    data = books_spec(CRAWL, site.base_url, pages=1, max_depth=None, max_pages=3)
+    data["follow"].pop("max_depth")  # the default: no depth limit, max_pages bounds the crawl
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+    summary = pipeline.summary(CRAWL, run_id)
+    assert summary["pages"]["fetched"] == 3  # pages 1, 2, 3; page 3's link to page 4 is over the cap
+    assert summary["limits"]["max_pages"] == {"limit": 3, "links_left": 1}
+    checks = {c["check"]: c for c in summary["verdict"]["checks"]}
+    assert checks["truncated"]["message"].startswith("max_pages (3) reached: 1 new link(s) left unvisited")
+    assert summary["verdict"]["healthy"] is True
+
+
+def test_a_crawl_that_reaches_no_limit_says_so(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/status/200"], max_depth=1))
+    summary = pipeline.summary(CRAWL, pipeline.run(CRAWL))
+    checks = {c["check"]: c for c in summary["verdict"]["checks"]}
+    assert (checks["truncated"]["ok"], checks["truncated"]["message"]) == (True, "no limit cut the crawl short")

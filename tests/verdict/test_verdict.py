@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sluice.domain.verdict import RunCounts, judge
-from sluice.spec import Alerts
+from sluice.spec import Alerts, Follow
 
 ALERTS = Alerts(record_count_floor=0.5, max_error_rate=0.1)
 
@@ -61,3 +61,19 @@ def test_null_rate_ceiling_names_the_field() -> None:
     counts = RunCounts(fetched=1, records=10, items=10, missing={"price": 5, "title": 1})
     verdict = judge(counts, previous_records=None, alerts=alerts)
     assert [a.name for a in verdict.alerts] == ["null_rate:price"]
+
+
+def test_a_run_cut_short_by_its_limits_says_so_and_is_unhealthy_only_if_the_spec_asks() -> None:
+    counts = RunCounts(fetched=50, records=1000, capped_links=7, beyond_depth=3)
+    follow = Follow(max_pages=50, max_depth=2)
+    said = {c.name: c for c in judge(counts, None, ALERTS, follow=follow).checks}["truncated"]
+    assert said.ok
+    assert said.value == 10
+    assert said.message.startswith(
+        "max_pages (50) reached: 7 new link(s) left unvisited; max_depth (2) reached: up to 3 link(s) beyond it"
+    )
+    strict = Alerts(record_count_floor=0.5, max_error_rate=0.1, fail_when_truncated=True)
+    verdict = judge(counts, None, strict, follow=follow)
+    assert not verdict.healthy
+    assert [a.name for a in verdict.alerts] == ["truncated"]
+    assert judge(RunCounts(fetched=5, records=10), None, strict, follow=follow).healthy

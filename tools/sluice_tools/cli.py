@@ -25,8 +25,15 @@ def _validate(args: argparse.Namespace) -> int:
             for line in exc.errors:
                 print(f"  {line}", file=sys.stderr)
             continue
+        follow = spec.follow
+        if not follow.selectors:
+            reach = "follows no links"
+        elif follow.max_depth is None:
+            reach = f"follows links at any depth, up to {follow.max_pages} pages"
+        else:
+            reach = f"follows links {follow.max_depth} hop(s) from a seed, up to {follow.max_pages} pages"
         print(
-            f"ok: {path} (crawl {spec.name!r}, {spec.seeds.count()} seed(s), "
+            f"ok: {path} (crawl {spec.name!r}, {spec.seeds.count()} seed(s), {reach}, "
             f"{len(spec.extract.fields)} field(s), schedule {spec.schedule or 'none'})"
         )
     return status

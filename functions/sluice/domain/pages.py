@@ -123,6 +123,10 @@ class PageResult:
     """In-scope links left out because no task can hold them (longer than a URL a task takes)."""
     fallback_keys: int = 0
     """Records whose key fell back from the one ``extract.key`` names (a key field was missing)."""
+    capped_links: int = 0
+    """New links this page found that the run left out because it held ``follow.max_pages`` URLs."""
+    beyond_depth: int = 0
+    """Links of this page (at ``follow.max_depth``) the run did not know, not followed."""
 
     @property
     def records(self) -> int:
@@ -171,6 +175,10 @@ class PageResult:
             plain["z"] = self.dropped_links
         if self.fallback_keys:
             plain["fk"] = self.fallback_keys
+        if self.capped_links:
+            plain["cp"] = self.capped_links
+        if self.beyond_depth:
+            plain["bd"] = self.beyond_depth
         return plain
 
     @classmethod
@@ -197,6 +205,8 @@ class PageResult:
             ms=int(plain.get("ms", 0)),
             dropped_links=int(plain.get("z", 0)),
             fallback_keys=int(plain.get("fk", 0)),
+            capped_links=int(plain.get("cp", 0)),
+            beyond_depth=int(plain.get("bd", 0)),
         )
 
 

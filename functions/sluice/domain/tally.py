@@ -66,6 +66,8 @@ class RunTally:
     items: int = 0
     dropped_links: int = 0
     fallback_keys: int = 0
+    capped_links: int = 0
+    beyond_depth: int = 0
     missing: BoundedCounter = field(default_factory=BoundedCounter)
     rejected: BoundedCounter = field(default_factory=BoundedCounter)
     failures: BoundedCounter = field(default_factory=BoundedCounter)
@@ -108,6 +110,8 @@ class RunTally:
         self.items += result.items
         self.dropped_links += result.dropped_links
         self.fallback_keys += result.fallback_keys
+        self.capped_links += result.capped_links
+        self.beyond_depth += result.beyond_depth
         self.missing.update(result.missing)
         self.rejected.update(result.rejected)
 
@@ -143,4 +147,6 @@ class RunTally:
             records=records_in_output,
             items=self.items,
             missing=dict(self.missing.counts),
+            capped_links=self.capped_links,
+            beyond_depth=self.beyond_depth,
         )

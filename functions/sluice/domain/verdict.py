@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sluice.spec import Alerts
+from sluice.spec import Alerts, Follow
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,10 @@ class RunCounts:
     records: int = 0
     items: int = 0
     missing: Mapping[str, int] = field(default_factory=dict)
+    capped_links: int = 0
+    """New links left out because the run held ``follow.max_pages`` URLs."""
+    beyond_depth: int = 0
+    """Links of pages at ``follow.max_depth`` the run did not know (an upper bound)."""
 
     @property
     def attempted(self) -> int:
@@ -64,8 +68,18 @@ class Verdict:
         return [c for c in self.checks if not c.ok]
 
 
-def judge(counts: RunCounts, previous_records: int | None, alerts: Alerts, *, finished: bool = True) -> Verdict:
-    """Judge a run against the spec's alert thresholds and the previous run's record count."""
+def judge(
+    counts: RunCounts,
+    previous_records: int | None,
+    alerts: Alerts,
+    *,
+    finished: bool = True,
+    follow: Follow | None = None,
+) -> Verdict:
+    """Judge a run against the spec's alert thresholds and the previous run's record count.
+
+    ``follow`` names the limits in the ``truncated`` check's message.
+    """
     checks = [
         Check(
             "finished",
@@ -111,6 +125,7 @@ def judge(counts: RunCounts, previous_records: int | None, alerts: Alerts, *, fi
             f"(rate {rate:.3f}, ceiling {alerts.max_error_rate:.3f})",
         )
     )
+    checks.append(_truncated(counts, alerts, follow or Follow()))
     if alerts.max_null_rate is not None:
         for name, null_rate in counts.null_rates().items():
             if null_rate > alerts.max_null_rate:
@@ -124,3 +139,19 @@ def judge(counts: RunCounts, previous_records: int | None, alerts: Alerts, *, fi
                     )
                 )
     return Verdict(tuple(checks), ratio, rate)
+
+
+def _truncated(counts: RunCounts, alerts: Alerts, follow: Follow) -> Check:
+    """Did a limit cut the crawl short? Said always; unhealthy only if the spec asks (``fail_when_truncated``)."""
+    cut = []
+    if counts.capped_links:
+        cut.append(f"max_pages ({follow.max_pages}) reached: {counts.capped_links} new link(s) left unvisited")
+    if counts.beyond_depth:
+        cut.append(
+            f"max_depth ({follow.depth_limit}) reached: up to {counts.beyond_depth} link(s) beyond it not followed"
+        )
+    left = counts.capped_links + counts.beyond_depth
+    if not cut:
+        return Check("truncated", True, 0.0, None, "no limit cut the crawl short")
+    advice = "" if alerts.fail_when_truncated else " (alerts.fail_when_truncated makes this unhealthy)"
+    return Check("truncated", not alerts.fail_when_truncated, float(left), None, "; ".join(cut) + advice)

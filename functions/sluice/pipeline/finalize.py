@@ -29,6 +29,7 @@ from sluice.observability import logger, metrics
 from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_output
 from sluice.pipeline.services import Services
 from sluice.pipeline.usage import UsageCounter
+from sluice.spec import Follow
 
 FINALIZING_STALE_S = 20 * 60
 """A run still finalizing after this long lost its finalizer (15-minute timeout): it is finalized again."""
@@ -109,8 +110,9 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
         previous.records if previous is not None else None,
         spec.alerts,
         finished=finished,
+        follow=spec.follow,
     )
-    summary = run_summary(run, tally, output, verdict, previous, finished=finished)
+    summary = run_summary(run, tally, output, verdict, previous, finished=finished, spec_follow=spec.follow)
     if stopped is not None:
         summary["stopped"] = stopped
     finalize_s = time.monotonic() - started
@@ -185,6 +187,7 @@ def run_summary(
     previous: RunState | None,
     *,
     finished: bool,
+    spec_follow: Follow,
 ) -> dict[str, Any]:
     return {
         "crawl": run.crawl,
@@ -205,6 +208,10 @@ def run_summary(
             "skipped": tally.skipped,
             "pending": max(0, tally.pending),
             "links_dropped": tally.dropped_links,
+        },
+        "limits": {
+            "max_pages": {"limit": spec_follow.max_pages, "links_left": tally.capped_links},
+            "max_depth": {"limit": spec_follow.max_depth, "links_left": tally.beyond_depth},
         },
         "records": {
             "total": output.records,

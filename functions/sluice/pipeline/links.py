@@ -16,6 +16,7 @@ from sluice.domain.runs import RunState
 from sluice.domain.seedset import SeedSet
 from sluice.messages import UrlTask
 from sluice.pipeline.services import Services
+from sluice.ports import Claims
 from sluice.spec import CrawlSpec
 
 CACHE_URLS = 200_000
@@ -42,6 +43,10 @@ class ClaimCache:
         self._seen.move_to_end(hash_)
         return owner != parent
 
+    def known(self, hash_: str) -> bool:
+        """True if the link is known to be in the run (claimed, by any page)."""
+        return hash_ in self._seen
+
     def remember(self, hash_: str, owner: str) -> None:
         self._seen[hash_] = owner
         self._seen.move_to_end(hash_)
@@ -49,22 +54,48 @@ class ClaimCache:
             self._seen.popitem(last=False)
 
 
-def children(page: UrlTask, links: Iterable[str], spec: CrawlSpec) -> tuple[list[UrlTask], int]:
-    """The page's links as tasks one hop further (if the page is not at ``follow.max_depth``), and how many
-    were dropped for being longer than a task takes: a link that cannot be queued never fails its page."""
-    if page.depth >= spec.follow.max_depth:
-        return [], 0
-    parent = parent_id(page.url)
+@dataclass(frozen=True, slots=True)
+class Children:
+    """A page's links, as the run takes them."""
+
+    tasks: list[UrlTask]
+    """The links as tasks one hop further."""
+    dropped: int
+    """Links longer than a task takes: dropped and counted, never fatal to the page."""
+    beyond_depth: list[str]
+    """The links of a page at ``follow.max_depth``: not followed (the run may know some already)."""
+
+
+def children(page: UrlTask, links: Iterable[str], spec: CrawlSpec) -> Children:
+    """The page's links as tasks one hop further, unless the page is at ``follow.max_depth``."""
     unique = list(dict.fromkeys(links))
+    if page.depth >= spec.follow.depth_limit:
+        return Children([], 0, unique)
+    parent = parent_id(page.url)
     fit = [link for link in unique if len(link) <= MAX_URL]
     tasks = [UrlTask(url=link, depth=page.depth + 1, origin="link", parent=parent) for link in fit]
-    return tasks, len(unique) - len(fit)
+    return Children(tasks, len(unique) - len(fit), [])
+
+
+def unknown_beyond_depth(links: Iterable[str], seeds: SeedSet, cache: ClaimCache) -> int:
+    """How many of a max-depth page's links the run is not known to hold: what the depth limit left out.
+
+    Known means a seed or a link this container saw claimed; a link claimed only by another
+    container counts here, so the figure is an upper bound.
+    """
+    left = 0
+    for link in links:
+        h = url_hash(link)
+        if h not in seeds and not cache.known(h):
+            left += 1
+    return left
 
 
 def claim_links(
     services: Services, run: RunState, spec: CrawlSpec, found: Sequence[UrlTask], seeds: SeedSet, cache: ClaimCache
-) -> int:
-    """Claim and send a batch's links; return how many this call claimed (what ``enqueued`` grows by)."""
+) -> Claims:
+    """Claim and send a batch's links: the ones this call claimed (what ``enqueued`` grows by), and the new
+    ones ``max_pages`` left out."""
     candidates: dict[str, UrlTask] = {}
     for task in found:
         h = url_hash(task.url)
@@ -72,7 +103,7 @@ def claim_links(
             continue
         candidates[h] = task
     if not candidates:
-        return 0
+        return Claims()
     known = services.frontier.entries(run.run_id, list(candidates))
     resend = [
         t.model_copy(update={"again": True})
@@ -80,7 +111,8 @@ def claim_links(
         if h in known and not known[h].done and known[h].parent == t.parent
     ]
     fresh = [t for h, t in candidates.items() if h not in known]
-    won = services.frontier.claim(run.run_id, fresh, seeds=run.seeds, max_pages=spec.follow.max_pages)
+    claims = services.frontier.claim(run.run_id, fresh, seeds=run.seeds, max_pages=spec.follow.max_pages)
+    won = claims.won
     if won or resend:
         services.queue.send(spec.name, run.run_id, [*won, *resend])
     claimed = {url_hash(t.url) for t in won}
@@ -89,4 +121,4 @@ def claim_links(
         owner = entry.parent if entry is not None else (task.parent if h in claimed else None)
         if owner is not None:
             cache.remember(h, owner)
-    return len(won)
+    return claims

@@ -232,7 +232,7 @@ class SeedPlan:
             result = entry.result
             if result is not None and result.gone:
                 continue
-            if not self.scope.allows(entry.url) or entry.depth > self.spec.follow.max_depth:
+            if not self.scope.allows(entry.url) or entry.depth > self.spec.follow.depth_limit:
                 continue
             is_seed = self._spec_seeds.has_number(url_number(entry.url_hash))
             if not is_seed:

@@ -21,6 +21,7 @@ import math
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -49,8 +50,9 @@ from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, UrlTask, parse_body
 from sluice.observability import logger
-from sluice.pipeline.links import ClaimCache, children, claim_links
+from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
 from sluice.pipeline.services import Services
+from sluice.ports import Claims
 from sluice.spec import CrawlSpec
 
 IN_PROCESS_WAIT_CAP_S = 5.0
@@ -205,6 +207,8 @@ class _Visit:
     records: list[Record] = field(default_factory=list)
     links: list[UrlTask] = field(default_factory=list)
     upserts: list[Record] = field(default_factory=list)
+    beyond_depth: list[str] = field(default_factory=list)
+    """Links of a page at follow.max_depth, not followed: counted, if the run does not know them."""
 
 
 @dataclass(slots=True)
@@ -327,9 +331,12 @@ class _RunBatch:
             services.objects.put(part.key, bytes(part.body), "application/x-ndjson")
         found = [link for v in visits for link in v.links]
         claimed = 0
-        if found:
+        if found or any(v.beyond_depth for v in visits):
             seeds = self.container.seed_set(services, self.crawl, self.run_id)
-            claimed = claim_links(services, run, spec, found, seeds, self.container.claim_cache(self.run_id))
+            cache = self.container.claim_cache(self.run_id)
+            claims = claim_links(services, run, spec, found, seeds, cache) if found else Claims()
+            claimed = len(claims.won)
+            results = _with_limits(results, visits, claims, seeds, cache)
         if services.records is not None and spec.output.records_table:
             # Before counting, so that a batch that dies after counting has already upserted (upserts are
             # idempotent); each key once, as one BatchWriteItem must name an item once.
@@ -382,6 +389,20 @@ class _Part:
             self.body += record_line(record).encode()
         block = PartBlock(self.key.rsplit("/", 1)[-1].removesuffix(".jsonl"), start, len(self.body) - start)
         return replace(visit.result, block=block)
+
+
+def _with_limits(
+    results: list[PageResult], visits: list[_Visit], claims: Claims, seeds: SeedSet, cache: ClaimCache
+) -> list[PageResult]:
+    """Each page's result with the links the run's limits left out: new links over ``max_pages``, and
+    unknown links of a page at ``max_depth`` (the summary says how much a limit cut the crawl)."""
+    capped = Counter(t.parent for t in claims.capped)
+    limited = []
+    for result, visit in zip(results, visits, strict=True):
+        over = capped.get(parent_id(result.url), 0)
+        beyond = unknown_beyond_depth(visit.beyond_depth, seeds, cache) if visit.beyond_depth else 0
+        limited.append(replace(result, capped_links=over, beyond_depth=beyond) if over or beyond else result)
+    return limited
 
 
 def _log_page(log: dict[str, str], result: PageResult) -> None:
@@ -478,10 +499,10 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         digests=packed,
         fallback_keys=sum(r.key_fallback for r in records),
     )
-    links, dropped = children(task, extraction.links, spec)
-    if dropped:
-        result = replace(result, dropped_links=dropped)
-    return _Visit(task, result, records, links, upserts)
+    found = children(task, extraction.links, spec)
+    if found.dropped:
+        result = replace(result, dropped_links=found.dropped)
+    return _Visit(task, result, records, found.tasks, upserts, found.beyond_depth)
 
 
 def _unique(records: list[Record]) -> list[Record]:

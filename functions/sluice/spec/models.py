@@ -154,8 +154,14 @@ class Follow(_Strict):
     allowed_domains: list[str] = Field(default_factory=list)
     allow: list[Regex] = Field(default_factory=list)
     deny: list[Regex] = Field(default_factory=list)
-    max_depth: int = Field(default=1, ge=0, le=100)
+    max_depth: int | None = Field(default=None, ge=0, le=MAX_SEED_URLS)
+    """Link hops from a seed; None (the default): as deep as links lead, within ``max_pages``."""
     max_pages: int = Field(default=10_000, ge=1, le=MAX_SEED_URLS)
+
+    @property
+    def depth_limit(self) -> int:
+        """The deepest hop a run follows: ``max_depth``, or ``max_pages`` (no chain of new pages is longer)."""
+        return self.max_depth if self.max_depth is not None else self.max_pages
 
     @field_validator("allowed_domains")
     @classmethod
@@ -286,6 +292,8 @@ class Alerts(_Strict):
     record_count_floor: float = Field(default=0.5, ge=0, le=1)
     max_error_rate: float = Field(default=0.1, ge=0, le=1)
     max_null_rate: float | None = Field(default=None, ge=0, le=1)
+    fail_when_truncated: bool = False
+    """A run that ``follow.max_pages`` or ``follow.max_depth`` cut short is unhealthy (else it only says so)."""
 
 
 class Output(_Strict):

@@ -49,6 +49,10 @@ class CrawlTally:
     items: int = 0
     bytes: int = 0
     fallback_keys: int = 0
+    capped_links: int = 0
+    """New links left out because ``follow.max_pages`` URLs were queued."""
+    beyond_depth: int = 0
+    """Links of pages at ``follow.max_depth`` the crawl never queued."""
     rejected: Counter[str] = field(default_factory=Counter)
     missing: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
@@ -100,14 +104,25 @@ class Frontier:
         self._queue: asyncio.Queue[_Task] = asyncio.Queue()
         self._seen: set[str] = set()
         self._max_pages = max_pages
+        self.capped: set[str] = set()
+        """New URLs left out because ``max_pages`` were queued."""
+        self.beyond_depth: set[str] = set()
+        """Unknown links of pages at ``max_depth``, not followed."""
 
     def admit(self, url: str, depth: int) -> bool:
+        """Queue ``url`` unless it was queued before; False for a new URL over ``max_pages`` (it is left out)."""
         canonical = canonicalize_url(url)
-        if canonical in self._seen or len(self._seen) >= self._max_pages:
+        if canonical in self._seen:
+            return True
+        if len(self._seen) >= self._max_pages:
+            self.capped.add(canonical)
             return False
         self._seen.add(canonical)
         self._queue.put_nowait(_Task(canonical, depth))
         return True
+
+    def known(self, url: str) -> bool:
+        return url in self._seen
 
     @property
     def admitted(self) -> int:
@@ -157,6 +172,9 @@ class Crawl:
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        frontier = self._frontier
+        self.tally.capped_links = len(frontier.capped)
+        self.tally.beyond_depth = sum(1 for url in frontier.beyond_depth if not frontier.known(url))
         return self.tally
 
     async def _work(self) -> None:
@@ -187,9 +205,11 @@ class Crawl:
         if extraction.records:
             self._sink.write(extraction.records)
         self.tally.add(extraction)
-        if task.depth < self.spec.follow.max_depth:
+        if task.depth < self.spec.follow.depth_limit:
             for link in extraction.links:
                 self._frontier.admit(link, task.depth + 1)
+        else:
+            self._frontier.beyond_depth.update(link for link in extraction.links if not self._frontier.known(link))
 
 
 async def crawl(

@@ -15,6 +15,16 @@ from sluice_tools.crawl.engine import CrawlTally, crawl
 from sluice_tools.crawl.sinks import JsonlSink
 
 
+def limit_lines(max_pages: int, capped: int, max_depth: int, beyond: int) -> list[str]:
+    """What the crawl's limits left out, for people: nothing when no limit was reached."""
+    lines = []
+    if capped:
+        lines.append(f"  limits   max_pages ({max_pages}) reached: {capped} new link(s) left unvisited")
+    if beyond:
+        lines.append(f"  limits   max_depth ({max_depth}) reached: up to {beyond} link(s) beyond it not followed")
+    return lines
+
+
 def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> dict[str, Any]:
     """The crawl's outcome as data, with a ``text`` rendering for people."""
     summary: dict[str, Any] = {
@@ -27,6 +37,10 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
         },
         "records": tally.records,
         "fallback_keys": tally.fallback_keys,
+        "limits": {
+            "max_pages": {"limit": spec.follow.max_pages, "links_left": tally.capped_links},
+            "max_depth": {"limit": spec.follow.max_depth, "links_left": tally.beyond_depth},
+        },
         "rejected": {field: n for field, n in tally.rejected.items() if n},
         "null_rates": {k: round(v, 4) for k, v in tally.null_rates().items()},
         "failures": dict(tally.failures.most_common(5)),
@@ -53,6 +67,7 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
     nulls = {k: v for k, v in tally.null_rates().items() if v > 0}
     if nulls:
         lines.append("  nulls    " + ", ".join(f"{f} {v:.0%}" for f, v in nulls.items()))
+    lines += limit_lines(spec.follow.max_pages, tally.capped_links, spec.follow.depth_limit, tally.beyond_depth)
     if tally.fallback_keys:
         lines.append(f"  keys     {tally.fallback_keys} record(s) without their key fields, keyed by url or position")
     if tally.records:

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sluice_tools.crawl.summary import limit_lines
 from sluice_tools.runner.session import LocalRun, RunView
 from sluice_tools.runner.session import Progress as ProgressFn
 
@@ -66,6 +67,15 @@ def as_text(run: LocalRun) -> str:
         f"skipped {p['skipped']}",
         f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
     ]
+    limits = s.get("limits")
+    if limits:
+        pages_limit, depth_limit = limits["max_pages"], limits["max_depth"]
+        lines += limit_lines(
+            pages_limit["limit"],
+            pages_limit["links_left"],
+            depth_limit["limit"] if depth_limit["limit"] is not None else pages_limit["limit"],
+            depth_limit["links_left"],
+        )
     if p.get("pending"):
         lines.append(f"  pending  {p['pending']} page(s) never finished")
     if r.get("duplicates_dropped"):

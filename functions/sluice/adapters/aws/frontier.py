@@ -24,6 +24,7 @@ from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress
 from sluice.messages import UrlTask
+from sluice.ports import Claims
 
 QUEUED, DONE = "q", "d"
 
@@ -45,13 +46,13 @@ class DynamoFrontier:
         )
         return {entry.url_hash: entry for entry in map(_entry, found)}
 
-    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> list[UrlTask]:
+    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> Claims:
         # The cap is checked against the progress hint: concurrent fetchers can pass it by one batch's links each.
-        room = max_pages - seeds - self.progress(run_id).claimed
-        tasks = list(tasks)[: max(0, room)]
+        room = max(0, max_pages - seeds - self.progress(run_id).claimed)
+        tasks, capped = list(tasks[:room]), list(tasks[room:])
         expires = int(time.time()) + self._ttl_s
         won = self._pool.map(lambda t: self._claim_one(run_id, t, expires), tasks)
-        return [task for task, ok in zip(tasks, won, strict=True) if ok]
+        return Claims([task for task, ok in zip(tasks, won, strict=True) if ok], capped)
 
     def _claim_one(self, run_id: str, task: UrlTask, expires: int) -> bool:
         item = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from sluice.adapters.local.store import Database
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress
 from sluice.messages import UrlTask
+from sluice.ports import Claims
 
 _PAGE = 1_000
 """Rows per read while scanning: the lock is released between pages, so workers keep going."""
@@ -40,15 +42,17 @@ class SqliteFrontier:
                 found |= {row[0]: _entry(row) for row in rows}
         return found
 
-    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> list[UrlTask]:
+    def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> Claims:
         won: list[UrlTask] = []
+        capped: list[UrlTask] = []
         with self._db.transaction() as db:
             (links,) = db.execute(
                 "SELECT COUNT(*) FROM urls WHERE run_id = ? AND origin = 'link'", (run_id,)
             ).fetchone()
             room = max_pages - seeds - links  # exact: counted in the same transaction as the inserts
-            for task in tasks:
+            for n, task in enumerate(tasks):
                 if len(won) >= room:
+                    capped = self._unknown(db, run_id, tasks[n:])
                     break
                 inserted = db.execute(
                     "INSERT INTO urls (run_id, url_hash, url, depth, origin, parent) VALUES (?, ?, ?, ?, 'link', ?) "
@@ -58,7 +62,17 @@ class SqliteFrontier:
                 if inserted is not None:
                     won.append(task)
             db.execute("UPDATE run_counts SET links = links + ? WHERE run_id = ?", (len(won), run_id))
-        return won
+        return Claims(won, capped)
+
+    @staticmethod
+    def _unknown(db: sqlite3.Connection, run_id: str, tasks: Sequence[UrlTask]) -> list[UrlTask]:
+        """The tasks whose URLs the run does not hold: what the cap left out (exact, in the claim's transaction)."""
+        return [
+            t
+            for t in tasks
+            if db.execute("SELECT 1 FROM urls WHERE run_id = ? AND url_hash = ?", (run_id, url_hash(t.url))).fetchone()
+            is None
+        ]
 
     def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
         counted: list[bool] = []

@@ -1,0 +1,53 @@
+"""`sluice validate`: one line per good spec saying what it will do, every error of a bad one by field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sluice_tools.cli import main
+
+SPEC = {
+    "name": "books",
+    "seeds": ["https://books.example/catalogue/page-1.html"],
+    "follow": {"selectors": ["li.next a"]},
+    "extract": {"item": "article.product_pod", "fields": {"title": "h3 a::attr(title)"}},
+}
+
+
+def write(tmp_path: Path, data: dict[str, object], name: str = "books") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("follow", "reach"),
+    [
+        ({"selectors": ["li.next a"]}, "follows links at any depth, up to 10000 pages"),
+        ({"selectors": ["li.next a"], "max_depth": 1, "max_pages": 50}, "follows links 1 hop(s) from a seed, up to 50"),
+        ({}, "follows no links"),
+    ],
+)
+def test_a_good_spec_gets_one_line_saying_how_far_it_will_go(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], follow: dict[str, object], reach: str
+) -> None:
+    path = write(tmp_path, {**SPEC, "follow": follow})
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"ok: {path} (crawl 'books', 1 seed(s), {reach}")
+
+
+def test_a_bad_spec_names_every_bad_field_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = {**SPEC, "seeds": ["https://user:pw@books.example/"], "follow": {"max_pages": 0, "allow": [r"(a)\1"]}}
+    assert main(["validate", str(write(tmp_path, bad))]) == 1
+    err = capsys.readouterr().err
+    fields = {line.strip().split(":")[0] for line in err.splitlines()[1:]}
+    assert fields == {"seeds.urls.0", "follow.max_pages", "follow.allow.0"}
+
+
+def test_a_spec_named_apart_from_its_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(write(tmp_path, SPEC, name="other"))]) == 1
+    assert "must match the file name 'other'" in capsys.readouterr().err
