@@ -279,3 +279,24 @@ def test_a_crawl_that_reaches_no_limit_says_so(pipeline: Any, site: RunningDemoS
     summary = pipeline.summary(CRAWL, pipeline.run(CRAWL))
     checks = {c["check"]: c for c in summary["verdict"]["checks"]}
     assert (checks["truncated"]["ok"], checks["truncated"]["message"]) == (True, "no limit cut the crawl short")
+
+
+def test_records_that_vanish_since_the_catalog_run_are_counted_gone_and_can_alert(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    data = books_spec(CRAWL, site.base_url, pages=5, max_depth=0)
+    data["alerts"]["max_gone_rate"] = 0.2
+    pipeline.spec(data)
+    first = pipeline.summary(CRAWL, pipeline.run(CRAWL))
+    assert (first["records"]["gone"], first["records"]["in_catalog_run"]) == (None, None)  # nothing to compare
+
+    site.set_catalogue(books=60)  # 3 listing pages: pages 4 and 5 now answer 404, their 40 books are gone
+    second = pipeline.summary(CRAWL, pipeline.run(CRAWL))
+    assert second["records"]["total"] == 60
+    assert (second["records"]["gone"], second["records"]["in_catalog_run"]) == (40, 100)
+    alerts = {a["check"]: a for a in second["verdict"]["alerts"]}
+    assert alerts["records_gone"]["message"] == "40 of the last run's 100 records are gone (rate 0.400, ceiling 0.200)"
+
+    third = pipeline.summary(CRAWL, pipeline.run(CRAWL))  # the same 60 again: nothing more is gone
+    assert third["records"]["gone"] == 0
+    assert "records_gone" not in {a["check"] for a in third["verdict"]["alerts"]}

@@ -137,8 +137,9 @@ class RunTally:
         """Records counted page by page (a record on two pages counts on each; the output holds it once)."""
         return self.records_new + self.records_changed + self.records_unchanged
 
-    def counts(self, records_in_output: int) -> RunCounts:
-        """What the verdict judges: the output's record count, and the pages' outcomes."""
+    def counts(self, records_in_output: int, gone: tuple[int, int] | None = None) -> RunCounts:
+        """What the verdict judges: the output's record count, the pages' outcomes, and ``(previous, gone)``
+        records against the catalog run when there is one."""
         return RunCounts(
             fetched=self.fetched,
             not_modified=self.not_modified,
@@ -149,4 +150,6 @@ class RunTally:
             missing=dict(self.missing.counts),
             capped_links=self.capped_links,
             beyond_depth=self.beyond_depth,
+            records_before=gone[0] if gone is not None else None,
+            records_gone=gone[1] if gone is not None else None,
         )

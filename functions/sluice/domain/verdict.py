@@ -26,6 +26,10 @@ class RunCounts:
     """New links left out because the run held ``follow.max_pages`` URLs."""
     beyond_depth: int = 0
     """Links of pages at ``follow.max_depth`` the run did not know (an upper bound)."""
+    records_before: int | None = None
+    """Distinct records of the catalog run's output (None: no catalog run to compare with)."""
+    records_gone: int | None = None
+    """Of those, the ones this run's output lacks."""
 
     @property
     def attempted(self) -> int:
@@ -126,6 +130,18 @@ def judge(
         )
     )
     checks.append(_truncated(counts, alerts, follow or Follow()))
+    if alerts.max_gone_rate is not None and counts.records_gone is not None and counts.records_before:
+        gone_rate = counts.records_gone / counts.records_before
+        checks.append(
+            Check(
+                "records_gone",
+                gone_rate <= alerts.max_gone_rate,
+                gone_rate,
+                alerts.max_gone_rate,
+                f"{counts.records_gone} of the last run's {counts.records_before} records are gone "
+                f"(rate {gone_rate:.3f}, ceiling {alerts.max_gone_rate:.3f})",
+            )
+        )
     if alerts.max_null_rate is not None:
         for name, null_rate in counts.null_rates().items():
             if null_rate > alerts.max_null_rate:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sluice.domain.churn import RecordChurn
 from sluice.domain.cost import US_EAST_1, RunUsage
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import RunState
@@ -86,15 +87,28 @@ class _Count:
     tally: RunTally
     plan: OutputPlan
     usage: UsageCounter
+    churn: RecordChurn
 
 
 def _count(services: Services, run: RunState) -> _Count:
-    count = _Count(RunTally(seeds=run.seeds), OutputPlan(run.crawl, run.run_id, run.catalog_run), UsageCounter())
+    count = _Count(
+        RunTally(seeds=run.seeds), OutputPlan(run.crawl, run.run_id, run.catalog_run), UsageCounter(), RecordChurn()
+    )
     for entry in services.frontier.scan(run.run_id):
         count.tally.add(entry)
         count.plan.add(entry)
         count.usage.add(entry)
+        count.churn.add_after(entry.result)
     return count
+
+
+def _gone(services: Services, run: RunState, churn: RecordChurn) -> tuple[int, int] | None:
+    """``(previous, gone)`` against the catalog run (the run this one was seeded from), if it has one."""
+    if run.catalog_run is None:
+        return None
+    for entry in services.frontier.scan(run.catalog_run, consistent=False):  # a finished run: nothing moves
+        churn.add_before(entry.result)
+    return churn.counts()
 
 
 def _finish(services: Services, run: RunState, count: _Count, stopped: str | None = None) -> Finalized:
@@ -105,14 +119,17 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
     finished = tally.drained and stopped is None  # a run stopped early is unfinished, however little it had
     output = write_output(services.objects, count.plan, Reading(tuning.output_span_bytes, tuning.output_readers))
     previous = services.ledger.latest_finished(crawl, run_id)
+    gone = _gone(services, run, count.churn)
     verdict = judge(
-        tally.counts(output.records),
+        tally.counts(output.records, gone),
         previous.records if previous is not None else None,
         spec.alerts,
         finished=finished,
         follow=spec.follow,
     )
     summary = run_summary(run, tally, output, verdict, previous, finished=finished, spec_follow=spec.follow)
+    summary["records"]["gone"] = gone[1] if gone is not None else None
+    summary["records"]["in_catalog_run"] = gone[0] if gone is not None else None
     if stopped is not None:
         summary["stopped"] = stopped
     finalize_s = time.monotonic() - started

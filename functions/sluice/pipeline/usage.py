@@ -86,11 +86,12 @@ class UsageCounter:
         batches = max(1, math.ceil(self.done / per_batch))
         messages = math.ceil(seeds / tuning.urls_per_message) + math.ceil(self.links / tuning.urls_per_message)
         # Each batch: its URLs looked up (eventually consistent, half a unit each), the run read twice,
-        # the progress shards read once; the finalizer scans the URLs twice, the scheduler its catalog twice.
+        # the progress shards read once; the finalizer scans the URLs twice, the scheduler its catalog twice,
+        # and the finalizer the catalog once more (records gone).
         reads = 0.5 * (self.done + self.links) + batches * (2 + PROGRESS_SHARDS / 2)
         reads += 2 * read_units(self.item_bytes, consistent=True)
         if catalog:
-            reads += 2 * read_units(self.item_bytes, consistent=False)
+            reads += 3 * read_units(self.item_bytes, consistent=False)
         output_puts = sum(_upload_requests(int(str(f["bytes"]))) for f in output.files)
         spans = math.ceil(output.bytes / max(1, tuning.output_span_bytes))
         fetcher_s = self.fetch_ms / 1000 / max(1, concurrency)

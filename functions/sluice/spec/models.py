@@ -292,6 +292,8 @@ class Alerts(_Strict):
     record_count_floor: float = Field(default=0.5, ge=0, le=1)
     max_error_rate: float = Field(default=0.1, ge=0, le=1)
     max_null_rate: float | None = Field(default=None, ge=0, le=1)
+    max_gone_rate: float | None = Field(default=None, ge=0, le=1)
+    """If set, unhealthy when more of the last run's records are gone (absent from this run) than this share."""
     fail_when_truncated: bool = False
     """A run that ``follow.max_pages`` or ``follow.max_depth`` cut short is unhealthy (else it only says so)."""
 

@@ -80,6 +80,8 @@ def as_text(run: LocalRun) -> str:
         lines.append(f"  pending  {p['pending']} page(s) never finished")
     if r.get("duplicates_dropped"):
         lines.append(f"  output   {r['duplicates_dropped']} record(s) also found on another page written once")
+    if r.get("gone"):
+        lines.append(f"  gone     {r['gone']} of the last run's {r['in_catalog_run']} records are not in this run")
     if r.get("fallback_keys"):
         lines.append(
             f"  keys     {r['fallback_keys']} record(s) without their key fields, keyed by url or position"
