@@ -67,6 +67,11 @@ bootstrap: $(STAMP) $(CDK)
 	$(CDK_ENV) $(CDK) bootstrap $(CDK_ARGS)
 
 deploy: $(STAMP) $(CDK)
+	@if [ -z "$(ALARM_EMAIL)" ] && [ -z "$(NO_ALARM_EMAIL)" ]; then \
+		echo "make deploy: set ALARM_EMAIL=you@example.com so the alarms page someone" >&2; \
+		echo "  (or NO_ALARM_EMAIL=1 to deploy alarms nobody receives, and subscribe to the topic later)" >&2; \
+		exit 2; \
+	fi
 	$(CDK_ENV) $(CDK) deploy $(CDK_ARGS) --require-approval broadening
 
 destroy: $(STAMP) $(CDK)

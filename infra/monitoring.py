@@ -8,6 +8,9 @@ dead letters, fetcher errors and throttles.
 
 from __future__ import annotations
 
+import re
+
+import aws_cdk as cdk
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -23,6 +26,8 @@ from infra.functions import Functions
 from infra.queues import Queues
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
 from sluice.spec import CrawlSpec
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 RUN_PERIOD = Duration.hours(1)
 
@@ -60,7 +65,15 @@ class Monitoring(Construct):
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         self.topic = sns.Topic(self, "Alarms", display_name="Sluice alarms", master_key=key, enforce_ssl=True)
         if alarm_email:
+            if not _EMAIL.fullmatch(alarm_email):
+                raise ValueError(f"alarm_email {alarm_email!r} is not an email address")
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        else:
+            cdk.Annotations.of(self).add_warning_v2(
+                "sluice:NoAlarmSubscriber",
+                "No alarm_email: the alarms publish to a topic nobody is subscribed to, so nobody is paged. "
+                "Deploy with ALARM_EMAIL=you@example.com (or subscribe to the AlarmTopic output).",
+            )
         self.alarms: list[cw.Alarm] = []
         for spec in specs:
             self._crawl_alarms(spec)

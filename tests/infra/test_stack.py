@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
+from infra.app import build, context
 from infra.config import DEFAULT
 from infra.crawls import deployed_specs
 
@@ -353,3 +355,17 @@ def test_no_function_writes_the_records_table_unless_a_spec_asks_for_it(resource
     table = next(k for k, v in of_type(resources, "AWS::DynamoDB::Table").items() if "Records" in k)
     granted = [json.dumps(s) for s in _statements(resources) if table in json.dumps(s.get("Resource"))]
     assert granted == []  # no shipped spec sets output.records_table
+
+
+def test_a_stack_without_an_alarm_email_warns_that_nobody_is_paged() -> None:
+    app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": []})
+    stack = build(app)
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("nobody is paged"))
+    assert len(warnings) == 1
+    assert not Template.from_stack(stack).find_resources("AWS::SNS::Subscription")
+
+
+def test_an_alarm_email_that_is_not_one_is_refused() -> None:
+    app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": [], "alarm_email": "oncall at example"})
+    with pytest.raises(ValueError, match="'oncall at example' is not an email address"):
+        build(app)

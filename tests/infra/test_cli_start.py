@@ -1,0 +1,53 @@
+"""`sluice start NAME`: what is missing, said in words a user can act on, never a botocore traceback."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from moto import mock_aws
+
+from sluice.adapters.aws import clients
+from sluice_tools.cli import main
+
+
+@pytest.fixture(autouse=True)
+def bare_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No AWS settings at all: no region, no credentials, no config files, no instance metadata."""
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    clients.reset()
+    yield
+    clients.reset()
+
+
+def test_without_a_region_it_says_how_to_set_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["start", "books"]) == 2
+    assert "no AWS region. Set AWS_DEFAULT_REGION" in capsys.readouterr().err
+
+
+def test_without_credentials_it_says_how_to_get_them(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert main(["start", "books"]) == 2
+    assert "no AWS credentials. Set AWS_PROFILE" in capsys.readouterr().err
+
+
+def test_a_stage_that_is_not_deployed_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        assert main(["start", "books", "--stage", "prod"]) == 2
+    err = capsys.readouterr().err
+    assert "AWS refused to invoke sluice-prod-scheduler: ResourceNotFoundException" in err
+    assert "Is stage 'prod' deployed in this account and region?" in err
