@@ -134,6 +134,10 @@ class ObjectStore(Protocol):
 
     def put(self, key: str, body: bytes, content_type: str) -> None: ...
 
+    def put_new(self, key: str, body: bytes, content_type: str) -> bool:
+        """Write the object only if there is none at ``key``; True if this call wrote it."""
+        ...
+
     def get(self, key: str) -> bytes | None:
         """The object's bytes, or None if there is no such object."""
         ...

@@ -137,3 +137,25 @@ def test_the_progress_bar_ends_on_the_summarys_counts_when_the_site_is_down(
         run = fleet.run(spec, progress=views.append)
     assert run.summary["pages"]["failed"] == 1
     assert views[-1] == RunView(done=1, enqueued=1, records=0, failed=1)
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
+def test_robots_txt_is_asked_once_per_run_however_many_fetchers(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any, emulate: bool
+) -> None:
+    """Four workers, each with its own robots cache, share one robots.txt answer through the run's store."""
+    copies = [f"/catalogue/page-1.html?copy={n}" for n in range(40)]
+    data = books_spec(CRAWL, site.base_url, pages=0, urls=copies, max_depth=0)
+    spec = parse_spec(data)
+    assert spec.politeness.obey_robots
+    crawls = tmp_path / "crawls"
+    crawls.mkdir()
+    (crawls / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    site.stats.reset()
+    one_each = replace(DEFAULT, batch_size=1, urls_per_message=1)  # 40 messages, handed out one at a time
+    if emulate:
+        run = EmulatedRunner(crawls, tmp_path / "moto", workers=4, allow_loopback=True, config=one_each).run(spec)
+    else:
+        run = LocalFleet(crawls, tmp_path / "state", workers=4, allow_loopback=True, config=one_each).run(spec)
+    assert run.summary["pages"]["fetched"] == 40
+    assert site.stats.count("/robots.txt") == 1

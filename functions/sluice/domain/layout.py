@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 WORK_PREFIX = "work/"
 RUNS_PREFIX = "runs/"
 
@@ -26,6 +28,12 @@ def run_prefix(crawl: str, run_id: str) -> str:
 def part_key(crawl: str, run_id: str, part_id: str) -> str:
     """One batch's records (``part_id`` is unique per invocation: a retry never overwrites a part in use)."""
     return f"{work_prefix(crawl, run_id)}parts/{part_id}.jsonl"
+
+
+def robots_key(crawl: str, run_id: str, robots_url: str) -> str:
+    """An origin's robots.txt as the run's first fetcher of it got it (every fetcher of the run reads it)."""
+    name = hashlib.sha256(robots_url.encode()).hexdigest()[:32]
+    return f"{work_prefix(crawl, run_id)}robots/{name}.json"
 
 
 def frontier_key(crawl: str, run_id: str) -> str:

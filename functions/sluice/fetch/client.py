@@ -32,7 +32,7 @@ from .errors import DeferredFetchError, PermanentFetchError, RetryableFetchError
 from .outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from .politeness import DomainGate
 from .retry import RetryRules, parse_retry_after
-from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse
+from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse, RobotsStore
 from .safety import AddressGuard, origin_key
 from .transport import guarded_session
 from .wire import AiohttpWire, HttpxWire, Reply, Wire
@@ -80,8 +80,11 @@ class PageFetcher:
         transport: httpx.AsyncBaseTransport | None = None,
         guard: AddressGuard | None = None,
         rng: random.Random | None = None,
+        robots_store: RobotsStore | None = None,
     ) -> None:
         self.politeness = politeness
+        self.robots_store = robots_store
+        """Where robots.txt answers are shared with the run's other fetchers (None: this fetcher alone)."""
         self.guard = guard if guard is not None else AddressGuard(allow_loopback)
         self.rules = RetryRules.from_policy(politeness.retry)
         self.gate = DomainGate(politeness.concurrency, politeness.concurrency_per_domain, politeness.min_delay_seconds)
@@ -314,6 +317,17 @@ class PageFetcher:
         raise SkipFetch(f"content-type {media} not accepted")
 
     async def _load_robots(self, url: str) -> RobotsResponse:
+        store = self.robots_store
+        if store is not None:
+            shared = await store.get(url)
+            if shared is not None:
+                return shared
+        answer = await self._fetch_robots(url)
+        if store is not None:
+            await store.put(url, answer)
+        return answer
+
+    async def _fetch_robots(self, url: str) -> RobotsResponse:
         self.stats.robots_fetches += 1
         got = await self._with_retries(url, None, True, None, None)
         if isinstance(got, Skipped):

@@ -7,6 +7,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import httpx
 from protego import Protego
@@ -31,6 +32,16 @@ class RobotsResponse:
 
 
 RobotsLoader = Callable[[str], Awaitable[RobotsResponse]]
+
+
+class RobotsStore(Protocol):
+    """robots.txt answers shared by every fetcher of a run, so a site sees its robots.txt asked once."""
+
+    async def get(self, robots_url: str) -> RobotsResponse | None:
+        r"""The answer another fetcher got, or None: then the caller fetches it and :meth:`put`\ s it."""
+        ...
+
+    async def put(self, robots_url: str, answer: RobotsResponse) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

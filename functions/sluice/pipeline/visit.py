@@ -51,6 +51,7 @@ from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Sk
 from sluice.messages import CrawlMessage, MalformedMessage, UrlTask, parse_body
 from sluice.observability import logger
 from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
+from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
 from sluice.ports import Claims
 from sluice.spec import CrawlSpec
@@ -253,6 +254,8 @@ class _RunBatch:
         known = await asyncio.to_thread(services.frontier.entries, self.run_id, maybe_done) if maybe_done else {}
         todo = [(h, q, t) for h, (q, t) in owner.items() if not _done(known.get(h))]
         fetcher = self.container.fetcher(spec)
+        if not isinstance(fetcher.robots_store, SharedRobots) or fetcher.robots_store.run_id != self.run_id:
+            fetcher.robots_store = SharedRobots(services.objects, self.crawl, self.run_id)
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
 

@@ -29,6 +29,15 @@ class S3Objects:
     def put(self, key: str, body: bytes, content_type: str) -> None:
         self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
 
+    def put_new(self, key: str, body: bytes, content_type: str) -> bool:
+        try:
+            self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, IfNoneMatch="*")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
+
     def get(self, key: str) -> bytes | None:
         try:
             body: bytes = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()

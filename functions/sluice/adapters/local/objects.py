@@ -29,6 +29,18 @@ class FileObjects:
         writer.write(body)
         writer.close()
 
+    def put_new(self, key: str, body: bytes, content_type: str) -> bool:
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with path.open("xb") as handle:  # O_EXCL: one writer wins, as S3's If-None-Match does
+                handle.write(body)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except FileExistsError:
+            return False
+        return True
+
     def get(self, key: str) -> bytes | None:
         try:
             return self.path(key).read_bytes()

@@ -1,0 +1,61 @@
+"""robots.txt shared by a run's fetchers: one asks the site, the others wait for its answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from sluice.adapters.local.objects import FileObjects
+from sluice.domain.layout import robots_key
+from sluice.fetch.robots import RobotsResponse
+from sluice.pipeline import robots
+from sluice.pipeline.robots import SharedRobots
+
+URL = "https://books.example/robots.txt"
+
+
+def test_the_first_fetcher_asks_the_site_and_the_others_wait_for_its_answer(tmp_path: Path) -> None:
+    objects = FileObjects(tmp_path)
+
+    async def scenario() -> list[RobotsResponse | None]:
+        first, second = SharedRobots(objects, "books", "r1"), SharedRobots(objects, "books", "r1")
+        assert await first.get(URL) is None  # this one fetches
+        waiting = asyncio.create_task(second.get(URL))
+        await asyncio.sleep(0.05)
+        await first.put(URL, RobotsResponse(200, b"User-agent: *\nDisallow: /private\n"))
+        return [await waiting, await SharedRobots(objects, "books", "r1").get(URL)]
+
+    for got in asyncio.run(scenario()):
+        assert got == RobotsResponse(200, b"User-agent: *\nDisallow: /private\n")
+
+
+def test_another_run_asks_again(tmp_path: Path) -> None:
+    objects = FileObjects(tmp_path)
+
+    async def scenario() -> RobotsResponse | None:
+        await SharedRobots(objects, "books", "r1").put(URL, RobotsResponse(404))
+        return await SharedRobots(objects, "books", "r2").get(URL)
+
+    assert asyncio.run(scenario()) is None
+
+
+def test_a_shared_failure_holds_only_for_its_time(tmp_path: Path) -> None:
+    objects = FileObjects(tmp_path)
+    key = robots_key("books", "r1", URL)
+    stale = {"status": 503, "body": "", "error": None, "permanent": False, "at": 0}
+    objects.put(key, json.dumps(stale).encode(), "application/json")
+    assert asyncio.run(SharedRobots(objects, "books", "r1").get(URL)) is None
+
+
+def test_a_fetcher_that_never_answers_is_not_waited_on_forever(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(robots, "WAIT_S", 0.2)
+    objects = FileObjects(tmp_path)
+
+    async def scenario() -> RobotsResponse | None:
+        assert await SharedRobots(objects, "books", "r1").get(URL) is None  # took the marker, then died
+        return await SharedRobots(objects, "books", "r1").get(URL)
+
+    assert asyncio.run(scenario()) is None  # after WAIT_S: fetch it yourself
