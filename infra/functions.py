@@ -17,7 +17,7 @@ from infra import bundling
 from infra.config import FunctionSettings, StackConfig
 from infra.queues import Queues
 from infra.storage import Storage
-from sluice.domain.layout import RUNS_PREFIX, WORK_PREFIX
+from sluice.domain.layout import RUNS_PREFIX, SEEDS_PREFIX, WORK_PREFIX
 from sluice.metrics import NAMESPACE
 from sluice.settings import Settings
 from sluice.spec import CrawlSpec
@@ -83,6 +83,7 @@ class Functions(Construct):
         _grant_invoke_by_name(self.scheduler, stack, config.finalizer_function)  # a fan-out the fetchers outran
         _grant_objects(self.scheduler, storage, WORK_PREFIX, ["s3:PutObject"])  # the seed set
         _grant_objects(self.scheduler, storage, RUNS_PREFIX, ["s3:GetObject"], list_prefix=True)  # catalog index
+        _grant_objects(self.scheduler, storage, SEEDS_PREFIX, ["s3:GetObject"], list_prefix=True)  # seed files
 
         storage.ledger.grant_read_write_data(self.fetcher)  # URL entries, progress shards, the run (read)
         queues.frontier.grant_send_messages(self.fetcher)  # discovered links

@@ -47,3 +47,10 @@ def acknowledge(stack: SluiceStack) -> None:
                 "the scheduler reads the catalog run's page index, the finalizer reads and writes outputs.",
             )
         )
+    Validations.of(functions.scheduler).acknowledge(
+        Acknowledgment(
+            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/seeds/*]",
+            reason="Seed files are uploaded per crawl under seeds/NAME/ by the operator: the scheduler only reads "
+            "(GetObject) under seeds/, which holds nothing else.",
+        )
+    )

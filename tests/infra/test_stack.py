@@ -314,7 +314,7 @@ def _s3_grants(resources: dict[str, Any], function: str) -> dict[str, set[str]]:
                     grants.setdefault(f"list:{prefix}", set()).update(s3)
                 continue
             resource = json.dumps(statement["Resource"])
-            prefix = next(p for p in ("work/", "runs/") if f"/{p}*" in resource)
+            prefix = next(p for p in ("work/", "runs/", "seeds/") if f"/{p}*" in resource)
             grants.setdefault(prefix, set()).update(s3)
     return grants
 
@@ -324,9 +324,11 @@ def test_each_function_gets_exactly_the_object_actions_its_step_uses(resources: 
         "work/": {"s3:PutObject"},  # the seed set
         "runs/": {"s3:GetObject"},  # the catalog run's page index
         "list:runs/*": {"s3:ListBucket"},
+        "seeds/": {"s3:GetObject"},  # seed files (seeds.file), streamed in ranges
+        "list:seeds/*": {"s3:ListBucket"},
     }
     assert _s3_grants(resources, "Fetcher") == {
-        "work/": {"s3:PutObject", "s3:GetObject"},  # parts written, the seed set read
+        "work/": {"s3:PutObject", "s3:GetObject"},  # parts written, the seed set and shared robots.txt read
         "list:work/*": {"s3:ListBucket"},
     }
     assert _s3_grants(resources, "Finalizer") == {

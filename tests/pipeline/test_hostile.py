@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+from sluice.domain.layout import seeds_key
 from sluice.domain.pages import url_hash
 from sluice.messages import StartEvent, UrlTask
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.links import parent_id
-from sluice.pipeline.start import catalog_run, start_run
+from sluice.pipeline.start import StartFailed, catalog_run, start_run
 from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "books"
@@ -300,3 +301,46 @@ def test_records_that_vanish_since_the_catalog_run_are_counted_gone_and_can_aler
     third = pipeline.summary(CRAWL, pipeline.run(CRAWL))  # the same 60 again: nothing more is gone
     assert third["records"]["gone"] == 0
     assert "records_gone" not in {a["check"] for a in third["verdict"]["alerts"]}
+
+
+def _seed_file(pipeline: Any, name: str, lines: list[str]) -> None:
+    """What an operator's `aws s3 cp` does: the file where the scheduler reads."""
+    pipeline.services.objects.put(seeds_key(CRAWL, name), ("\n".join(lines) + "\n").encode(), "text/plain")
+
+
+def test_seeds_can_come_from_a_file_streamed_line_by_line(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    data = books_spec(CRAWL, site.base_url, pages=1, max_depth=0)
+    data["seeds"]["file"] = "books-seeds.txt"
+    data["follow"]["allowed_domains"] = ["127.0.0.1"]
+    pipeline.spec(data)
+    listing = [f"{site.base_url}/catalogue/page-{n}.html" for n in (2, 3, 4)]
+    _seed_file(pipeline, "books-seeds.txt", ["# listing pages", *listing, "", listing[0]])  # a repeat is one seed
+    summary = pipeline.summary(CRAWL, pipeline.run(CRAWL))
+    assert (summary["pages"]["seeds"], summary["pages"]["fetched"], summary["records"]["total"]) == (4, 4, 80)
+
+
+@pytest.mark.parametrize(
+    ("lines", "why"),
+    [
+        (
+            ["http://127.0.0.1:1/a", "https://user:pw@127.0.0.1/x"],
+            "seeds.file books-seeds.txt line 2: 'https://user:pw@",
+        ),
+        ([f"http://127.0.0.1:1/p{n}" for n in range(600)], "more seeds than follow.max_pages (500)"),
+    ],
+)
+def test_a_seed_file_the_run_cannot_carry_closes_the_run_with_the_reason(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, lines: list[str], why: str
+) -> None:
+    data = books_spec(CRAWL, site.base_url, pages=1, max_depth=0)
+    data["seeds"]["file"] = "books-seeds.txt"
+    data["follow"]["allowed_domains"] = ["127.0.0.1"]
+    pipeline.spec(data)
+    _seed_file(pipeline, "books-seeds.txt", lines)
+    with pytest.raises(StartFailed, match="start failed: ") as failed:
+        start_run(StartEvent(crawl=CRAWL), pipeline.services, time_left=lambda: 900.0)
+    assert why in str(failed.value)
+    assert pipeline.services.ledger.active_run(CRAWL) is None
+    assert why in pipeline.summary(CRAWL, failed.value.run_id)["stopped"]

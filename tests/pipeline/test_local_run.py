@@ -159,3 +159,21 @@ def test_robots_txt_is_asked_once_per_run_however_many_fetchers(
         run = LocalFleet(crawls, tmp_path / "state", workers=4, allow_loopback=True, config=one_each).run(spec)
     assert run.summary["pages"]["fetched"] == 40
     assert site.stats.count("/robots.txt") == 1
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
+def test_sluice_run_takes_a_seed_file_from_beside_the_spec(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str], emulate: bool
+) -> None:
+    data = books_spec(CRAWL, site.base_url, pages=0, urls=["/catalogue/page-1.html"], max_depth=0)
+    data["seeds"]["file"] = "books-seeds.txt"
+    data["follow"]["allowed_domains"] = ["127.0.0.1"]
+    spec = tmp_path / "crawls" / f"{CRAWL}.yaml"
+    spec.parent.mkdir()
+    spec.write_text(yaml.safe_dump(data), encoding="utf-8")
+    listing = "\n".join(f"{site.base_url}/catalogue/page-{n}.html" for n in range(2, PAGES + 1))
+    (spec.parent / "books-seeds.txt").write_text(listing + "\n", encoding="utf-8")
+    code, out = sluice_run(spec, tmp_path / "state", capsys, *(["--emulate-aws"] if emulate else []))
+    assert code == 0
+    assert out["pages"]["fetched"] == PAGES
+    assert out["records"]["total"] == BOOKS

@@ -51,3 +51,46 @@ def test_a_bad_spec_names_every_bad_field_and_fails(tmp_path: Path, capsys: pyte
 def test_a_spec_named_apart_from_its_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(write(tmp_path, SPEC, name="other"))]) == 1
     assert "must match the file name 'other'" in capsys.readouterr().err
+
+
+def test_a_spec_file_over_its_size_cap_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, SPEC)
+    path.write_text(path.read_text(encoding="utf-8") + "#" * (1024 * 1024), encoding="utf-8")
+    assert main(["validate", str(path)]) == 1
+    assert (
+        "bytes is more than the 1,048,576 a spec may have; put long seed lists in a seed file"
+        in capsys.readouterr().err
+    )
+
+
+def with_seed_file(tmp_path: Path, lines: list[str], **follow: object) -> Path:
+    (tmp_path / "books-seeds.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    seeds = {"urls": SPEC["seeds"], "file": "books-seeds.txt"}
+    return write(tmp_path, {**SPEC, "seeds": seeds, "follow": {"allowed_domains": ["books.example"], **follow}})
+
+
+def test_a_seed_file_beside_the_spec_is_read_and_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = ["# the catalogue", *(f"https://books.example/item/{n}" for n in range(2_000)), ""]
+    assert main(["validate", str(with_seed_file(tmp_path, lines))]) == 0
+    assert "2001 seed(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("lines", "follow", "says"),
+    [
+        (["https://books.example/a", "ftp://books.example/b"], {}, "seeds.file books-seeds.txt line 2: 'ftp://"),
+        ([f"https://books.example/{n}" for n in range(20)], {"max_pages": 10}, "is more than follow.max_pages (10)"),
+    ],
+)
+def test_a_bad_seed_file_is_named_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], follow: dict[str, object], says: str
+) -> None:
+    assert main(["validate", str(with_seed_file(tmp_path, lines, **follow))]) == 1
+    assert says in capsys.readouterr().err
+
+
+def test_a_missing_seed_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = with_seed_file(tmp_path, [])
+    (tmp_path / "books-seeds.txt").unlink()
+    assert main(["validate", str(path)]) == 1
+    assert "seeds.file books-seeds.txt: no such file beside the spec" in capsys.readouterr().err

@@ -15,15 +15,22 @@ DEMO_SPEC = Path("crawls/demo-books.yaml")
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from sluice.pipeline.seedfile import SeedFileError, check_seed_file
+
     status = 0
     for path in args.specs:
         try:
             spec = load_spec(path, named_after_file=True)
+            seeds_in_file = check_seed_file(spec, Path(path).parent)
         except SpecError as exc:
             status = 1
             print(f"invalid: {path}", file=sys.stderr)
             for line in exc.errors:
                 print(f"  {line}", file=sys.stderr)
+            continue
+        except SeedFileError as exc:
+            status = 1
+            print(f"invalid: {path}\n  {exc}", file=sys.stderr)
             continue
         follow = spec.follow
         if not follow.selectors:
@@ -33,7 +40,7 @@ def _validate(args: argparse.Namespace) -> int:
         else:
             reach = f"follows links {follow.max_depth} hop(s) from a seed, up to {follow.max_pages} pages"
         print(
-            f"ok: {path} (crawl {spec.name!r}, {spec.seeds.count()} seed(s), {reach}, "
+            f"ok: {path} (crawl {spec.name!r}, {spec.seeds.count() + seeds_in_file} seed(s), {reach}, "
             f"{len(spec.extract.fields)} field(s), schedule {spec.schedule or 'none'})"
         )
     return status
@@ -62,6 +69,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from sluice.messages import MalformedMessage
+    from sluice.pipeline.seedfile import SeedFileError
     from sluice_tools.runner.session import StateInUse
     from sluice_tools.runner.summary import as_json, as_text, progress_bar
 
@@ -91,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
                     path.parent, state, workers=args.workers, allow_loopback=args.allow_loopback, say=say
                 )
                 run = fleet.run(spec, progress=show, restart=args.restart)
-    except (RunInFlight, MalformedMessage, StateInUse) as exc:
+    except (RunInFlight, MalformedMessage, StateInUse, SeedFileError) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(as_json(run), indent=2) if args.json else as_text(run))

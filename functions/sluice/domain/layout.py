@@ -15,6 +15,12 @@ import hashlib
 
 WORK_PREFIX = "work/"
 RUNS_PREFIX = "runs/"
+SEEDS_PREFIX = "seeds/"
+
+
+def seeds_key(crawl: str, name: str) -> str:
+    """A crawl's seed file (``seeds.file``): uploaded to the bucket when deployed, copied there by local runs."""
+    return f"{SEEDS_PREFIX}{crawl}/{name}"
 
 
 def work_prefix(crawl: str, run_id: str) -> str:

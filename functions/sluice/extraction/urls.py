@@ -69,6 +69,21 @@ def canonicalize_url(url: str) -> str:
     return _canonical(href)
 
 
+def inspect_url(url: str) -> tuple[str, bool]:
+    """``(canonical form, carries credentials)`` of an absolute http(s) URL, in one parse.
+
+    Raises ValueError as :func:`canonicalize_url` does.
+    """
+    try:
+        parsed = ada_url.URL(url)
+    except ValueError:
+        raise ValueError(f"{url[:200]!r} is not a valid URL") from None
+    href: str = parsed.href
+    if not href.startswith(_HTTP):
+        raise ValueError(f"{url[:200]!r} is not an http(s) URL")
+    return _canonical(href), bool(parsed.username or parsed.password)
+
+
 def has_credentials(url: str) -> bool:
     """True when ``url`` carries a user name or password (``http://user:pass@host/``)."""
     try:

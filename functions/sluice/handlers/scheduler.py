@@ -26,5 +26,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except StartFailed as exc:
         # Answered, not raised: a retry would open another run only to fail the same way. The closed
         # run's summary and verdict say what happened, and its alarms fire.
-        return {"crawl": start.crawl, "failed": str(exc)}
+        return {"crawl": start.crawl, "run_id": exc.run_id, "failed": str(exc)}
     return asdict(result)

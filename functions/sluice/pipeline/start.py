@@ -29,6 +29,7 @@ from sluice.messages import PriorState, StartEvent, UrlTask
 from sluice.observability import logger
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.output import PageIndex, load_index
+from sluice.pipeline.seedfile import SeedFileError, deployed_seed_urls
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 
@@ -56,6 +57,10 @@ class StartFailed(Exception):
     Not retried: the same start would meet the same input again.
     """
 
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
 
 def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], float]) -> StartResult:
     """Open a run (or continue one's fan-out) and enqueue seeds until done or ``time_left()`` runs low.
@@ -72,7 +77,7 @@ def start_run(event: StartEvent, services: Services, *, time_left: Callable[[], 
         why = f"start failed: {exc}"[:1000]
         logger.exception("start failed: closing the run", extra={"crawl": spec.name, "run_id": run.run_id})
         finalize_run(spec.name, run.run_id, services, force=True, stopped=why)
-        raise StartFailed(f"crawl {spec.name!r} run {run.run_id}: {why}") from exc
+        raise StartFailed(f"crawl {spec.name!r} run {run.run_id}: {why}", run.run_id) from exc
 
 
 def _fan_out(
@@ -221,6 +226,26 @@ class SeedPlan:
                 canonical = canonicalize_url(url)
                 if canonical not in listed:  # a template yields each URL once; the list may repeat one
                     yield canonical
+        if self.spec.seeds.file is not None:
+            yield from self._file_urls(listed)
+
+    def _file_urls(self, listed: set[str]) -> Iterator[str]:
+        """The seed file's URLs, streamed, each once (8-byte hashes remembered: ~60 bytes a seed at most)."""
+        seen: set[int] = {url_number(url_hash(u)) for u in listed}
+        total = self.spec.seeds.count()
+        for url in deployed_seed_urls(self.services.objects, self.spec):
+            canonical = canonicalize_url(url)
+            number = url_number(url_hash(canonical))
+            if number in seen:
+                continue
+            seen.add(number)
+            total += 1
+            if total > self.spec.follow.max_pages:
+                raise SeedFileError(
+                    f"seeds.file {self.spec.seeds.file}: more seeds than follow.max_pages "
+                    f"({self.spec.follow.max_pages}); raise max_pages or seed fewer pages"
+                )
+            yield canonical
 
     def _catalog_entries(self) -> Iterator[tuple[UrlEntry, bool]]:
         """Usable catalog entries in hash order, each with whether it is one of the spec's seeds."""

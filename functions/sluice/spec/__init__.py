@@ -4,6 +4,7 @@ from sluice.spec.load import SPEC_SUFFIXES, load_spec, parse_spec
 from sluice.spec.models import (
     DEFAULT_RETRY_STATUSES,
     DEFAULT_USER_AGENT,
+    MAX_INLINE_SEEDS,
     MAX_SEED_URLS,
     Alerts,
     CrawlSpec,
@@ -20,11 +21,13 @@ from sluice.spec.models import (
     Seeds,
     SpecError,
     Step,
+    check_seed_url,
 )
 
 __all__ = [
     "DEFAULT_RETRY_STATUSES",
     "DEFAULT_USER_AGENT",
+    "MAX_INLINE_SEEDS",
     "MAX_SEED_URLS",
     "SPEC_SUFFIXES",
     "Alerts",
@@ -42,6 +45,7 @@ __all__ = [
     "Seeds",
     "SpecError",
     "Step",
+    "check_seed_url",
     "load_spec",
     "parse_spec",
 ]

@@ -67,6 +67,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_SPEC_BYTES = 1024 * 1024
+"""A spec file's size at most: validating costs time and memory with size, and a spec is read at every cold start."""
 
 
 def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
@@ -77,6 +79,15 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
     """
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError(
+                str(path),
+                [
+                    f"(file): {size:,} bytes is more than the {MAX_SPEC_BYTES:,} a spec may have; "
+                    "put long seed lists in a seed file (seeds.file), one URL per line"
+                ],
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), [f"(file): cannot read: {exc}"]) from None

@@ -28,12 +28,15 @@ from pydantic import (
 
 from sluice.domain.pages import MAX_URL
 from sluice.extraction.patterns import compile_pattern
-from sluice.extraction.urls import canonicalize_url, has_credentials
+from sluice.extraction.urls import inspect_url
 from sluice.spec.selectors import FieldSelector, check_css, parse_field_selector
 
+_WHITESPACE = re.compile(r"\s")
 DEFAULT_USER_AGENT = "Sluice/0.1 (a polite scheduled crawler)"
 DEFAULT_RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 MAX_SEED_URLS = 10_000_000
+MAX_INLINE_SEEDS = 10_000
+"""Seed URLs a spec may list itself; longer lists go in a seed file (``seeds.file``), which streams."""
 
 
 class SpecError(Exception):
@@ -49,24 +52,28 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def check_seed_url(value: str) -> str:
+    """``value`` if a run can carry it as a seed, else ValueError saying why (the rules of ``seeds.urls``)."""
+    return _http_url(value)
+
+
 def _http_url(value: str) -> str:
     """An absolute http(s) URL as the WHATWG URL Standard parses it, without credentials, that a run can carry."""
     shown = repr(value) if len(value) <= 120 else f"{value[:100]!r}... ({len(value)} characters)"
     if len(value) > MAX_URL:
         raise ValueError(f"{shown} is longer than the {MAX_URL} characters a URL may have")
-    if any(c.isspace() for c in value):
+    if _WHITESPACE.search(value):
         raise ValueError(f"{shown} contains whitespace")
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https"):
+    if not value[:8].lower().startswith(("http://", "https://")):
         raise ValueError(f"{shown} is not an http(s) URL")
-    if has_credentials(value):
+    try:
+        canonical, credentials = inspect_url(value)
+    except ValueError:
+        raise ValueError(f"{shown} is not a valid URL (its host or port cannot be parsed)") from None
+    if credentials:
         raise ValueError(
             f"{shown} carries a user name or password: credentials never go in a URL (they would be sent to the site)"
         )
-    try:
-        canonical = canonicalize_url(value)
-    except ValueError:
-        raise ValueError(f"{shown} is not a valid URL (its host or port cannot be parsed)") from None
     if len(canonical) > MAX_URL:
         raise ValueError(f"{shown} is longer than the {MAX_URL} characters a URL may have, once encoded")
     return value
@@ -111,6 +118,18 @@ class Seeds(_Strict):
     urls: list[HttpUrl] = Field(default_factory=list)
     template: str | None = None
     range: SeedRange | None = None
+    file: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+    """A file of seed URLs, one per line: beside the spec locally, ``seeds/NAME/FILE`` in the bucket when deployed."""
+
+    @field_validator("urls")
+    @classmethod
+    def _not_too_many(cls, urls: list[str]) -> list[str]:
+        if len(urls) > MAX_INLINE_SEEDS:
+            raise ValueError(
+                f"{len(urls)} URLs is more than the {MAX_INLINE_SEEDS} a spec may list: put them in a seed file, "
+                "one per line, and name it in seeds.file"
+            )
+        return urls
 
     @field_validator("template")
     @classmethod
@@ -126,8 +145,8 @@ class Seeds(_Strict):
     def _some(self) -> Seeds:
         if (self.template is None) != (self.range is None):
             raise ValueError("template and range go together")
-        if not self.urls and self.template is None:
-            raise ValueError("give seed urls, or a template with a range")
+        if not self.urls and self.template is None and self.file is None:
+            raise ValueError("give seed urls, a template with a range, or a seed file")
         if self.count() > MAX_SEED_URLS:
             raise ValueError(f"{self.count()} seeds is more than the {MAX_SEED_URLS} a run takes")
         if self.template is not None and self.range is not None:
@@ -135,7 +154,7 @@ class Seeds(_Strict):
         return self
 
     def count(self) -> int:
-        """How many URLs :meth:`iter_urls` yields, without expanding them."""
+        """How many URLs :meth:`iter_urls` yields, without expanding them (a seed file's are not counted)."""
         ranged = len(range(self.range.start, self.range.stop + 1, self.range.step)) if self.range else 0
         return len(self.urls) + ranged
 
@@ -346,6 +365,14 @@ class CrawlSpec(_Strict):
                 f"{value!r} is not a crawl name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit"
             )
         return value
+
+    @model_validator(mode="after")
+    def _seed_file_scope(self) -> CrawlSpec:
+        if self.seeds.file is not None and not self.follow.allowed_domains:
+            raise ValueError(
+                "seeds.file needs follow.allowed_domains: the crawl's scope is not read from a file of a million lines"
+            )
+        return self
 
     @model_validator(mode="after")
     def _seeds_fit(self) -> CrawlSpec:

@@ -27,6 +27,7 @@ from sluice.adapters.aws.clients import client
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.seedfile import upload_seed_file
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 from sluice_tools.emulate import state
@@ -99,9 +100,11 @@ class EmulatedRunner:
             finalize_run(crawl, lock.run_id, services, force=True)
 
     def _run(self, spec: CrawlSpec, services: Services, triggers: _Triggers, progress: Progress | None) -> LocalRun:
+        upload_seed_file(services.objects, spec, self.specs_dir)
         answer = scheduler.handler({"crawl": spec.name}, self._context(self.config.scheduler))
         run_id = str(answer["run_id"])
-        self._drain(services, triggers, spec.name, run_id, progress)
+        if not answer.get("failed"):  # a failed start closed its run: its summary says why
+            self._drain(services, triggers, spec.name, run_id, progress)
         run = services.ledger.get_run(spec.name, run_id)
         if run is not None and run.status != "finished":
             # Nothing left in the queue yet URLs pending: they went to the dead-letter queue.

@@ -28,8 +28,9 @@ from sluice.domain.runs import RunState
 from sluice.messages import StartEvent
 from sluice.observability import logger
 from sluice.pipeline.finalize import finalize_run, revive_waiting
+from sluice.pipeline.seedfile import upload_seed_file
 from sluice.pipeline.services import Services, Tuning
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start import StartFailed, start_run
 from sluice.pipeline.visit import Container, QueuedMessage, visit_batch
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
@@ -131,7 +132,12 @@ class LocalFleet:
                 event = StartEvent(crawl=spec.name, run_id=run_id, resumed=True)
                 start_run(event, services, time_left=lambda: math.inf)
         else:
-            run_id = start_run(StartEvent(crawl=spec.name), services, time_left=lambda: math.inf).run_id
+            upload_seed_file(store.objects, spec, self.specs_dir)
+            try:
+                run_id = start_run(StartEvent(crawl=spec.name), services, time_left=lambda: math.inf).run_id
+            except StartFailed as exc:  # the run is closed, with the reason in its summary
+                self.say(str(exc))
+                return self._result(spec, exc.run_id, store, None)
         asyncio.run(_Drain(self, spec, run_id, store, services, finalize_requests, progress).run())
         result = self._result(spec, run_id, store, resumed)
         if progress is not None:

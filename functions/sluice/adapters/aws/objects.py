@@ -47,6 +47,15 @@ class S3Objects:
             raise
         return body
 
+    def size(self, key: str) -> int | None:
+        try:
+            head = self._s3.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                return None
+            raise
+        return int(head["ContentLength"])
+
     def get_range(self, key: str, start: int, length: int) -> bytes:
         if length <= 0:
             return b""

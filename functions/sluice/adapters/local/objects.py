@@ -47,6 +47,12 @@ class FileObjects:
         except FileNotFoundError:
             return None
 
+    def size(self, key: str) -> int | None:
+        try:
+            return self.path(key).stat().st_size
+        except FileNotFoundError:
+            return None
+
     def get_range(self, key: str, start: int, length: int) -> bytes:
         with self.path(key).open("rb") as handle:
             handle.seek(start)
