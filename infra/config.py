@@ -40,9 +40,9 @@ class StackConfig:
         # Counting and copying a million pages: about 16 bytes a record in memory, and S3 bandwidth.
         default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 2048, 900, 2)
     )
-    # The fetcher's event source: batch size and window, and the fleet-wide cap that protects target sites.
+    # The fetcher's event source: batch size (SQS FIFO's most), and how many fetchers at most. Per-host
+    # limits do not depend on it: a host is one queue group, held by one fetcher at a time.
     batch_size: int = 10
-    batching_window_s: int = 1
     fetcher_max_concurrency: int = 20
     # Visibility timeout is 6x the fetcher's timeout (AWS's advice for SQS event sources): a batch
     # still being retried by the poller must not become visible to a second fetcher.
@@ -64,11 +64,11 @@ class StackConfig:
 
     @property
     def queue_name(self) -> str:
-        return self.name("frontier")
+        return self.name("frontier") + ".fifo"
 
     @property
     def dlq_name(self) -> str:
-        return self.name("frontier-dlq")
+        return self.name("frontier-dlq") + ".fifo"
 
     @property
     def ledger_table(self) -> str:

@@ -107,10 +107,9 @@ class Functions(Construct):
         self.fetcher.add_event_source(
             sources.SqsEventSource(
                 queues.frontier,
-                batch_size=config.batch_size,
-                max_batching_window=Duration.seconds(config.batching_window_s),
+                batch_size=config.batch_size,  # a FIFO event source takes no batching window
                 report_batch_item_failures=True,
-                # The fleet-wide cap that protects target sites: at most this many fetchers at once.
+                # At most this many fetchers at once (Lambda scales a FIFO source to its busy groups, hosts).
                 max_concurrency=config.fetcher_max_concurrency,
             )
         )

@@ -1,4 +1,10 @@
-"""The crawl queue and its dead-letter queue."""
+"""The crawl queue and its dead-letter queue: FIFO, a message group per target host.
+
+FIFO for one property, not for order: SQS hands a message group to one consumer at a time, so
+one fetcher at a time talks to a host and the spec's per-host limits hold for the fleet
+(``sluice.domain.hosts``). High-throughput mode (deduplication and throughput per group) keeps
+a broad crawl of many hosts from meeting the queue-wide FIFO limit.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ class Queues(Construct):
             self,
             "DeadLetters",
             queue_name=config.dlq_name,
+            fifo=True,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=Duration.days(config.dlq_retention_days),
@@ -26,6 +33,10 @@ class Queues(Construct):
             self,
             "Frontier",
             queue_name=config.queue_name,
+            fifo=True,
+            content_based_deduplication=False,
+            deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP,
+            fifo_throughput_limit=sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             # 6 x the fetcher's timeout: a batch the event source is still retrying must not

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sluice.domain.hosts import group_id, host_key
 from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, Prior
 from sluice.spec import MAX_SEED_URLS
 
@@ -85,19 +86,26 @@ MESSAGE_BYTES = 64 * 1024
 """Messages stay under 64 KB: SQS bills each 64 KB of a request as one request (and stops at 256 KB)."""
 
 
-def pack(crawl: str, run_id: str, tasks: Sequence[UrlTask], urls_per_message: int) -> Iterator[str]:
-    """Message bodies of at most ``urls_per_message`` tasks and about :data:`MESSAGE_BYTES` each."""
-    chunk: list[UrlTask] = []
-    size = 0
+def pack(crawl: str, run_id: str, tasks: Sequence[UrlTask], urls_per_message: int) -> Iterator[tuple[str, str]]:
+    """``(message group, body)`` of messages of at most ``urls_per_message`` tasks and about
+    :data:`MESSAGE_BYTES` each; a message holds one host's URLs, its group is the host's
+    (:func:`~sluice.domain.hosts.group_id`), so one fetcher at a time holds a host."""
+    by_host: dict[str, list[UrlTask]] = {}
     for task in tasks:
-        task_bytes = len(task.model_dump_json()) + 1
-        if chunk and (len(chunk) >= urls_per_message or size + task_bytes > MESSAGE_BYTES - 512):
-            yield CrawlMessage(crawl=crawl, run_id=run_id, tasks=chunk).model_dump_json()
-            chunk, size = [], 0
-        chunk.append(task)
-        size += task_bytes
-    if chunk:
-        yield CrawlMessage(crawl=crawl, run_id=run_id, tasks=chunk).model_dump_json()
+        by_host.setdefault(host_key(task.url), []).append(task)
+    for host, host_tasks in by_host.items():
+        group = group_id(host)
+        chunk: list[UrlTask] = []
+        size = 0
+        for task in host_tasks:
+            task_bytes = len(task.model_dump_json()) + 1
+            if chunk and (len(chunk) >= urls_per_message or size + task_bytes > MESSAGE_BYTES - 512):
+                yield group, CrawlMessage(crawl=crawl, run_id=run_id, tasks=chunk).model_dump_json()
+                chunk, size = [], 0
+            chunk.append(task)
+            size += task_bytes
+        if chunk:
+            yield group, CrawlMessage(crawl=crawl, run_id=run_id, tasks=chunk).model_dump_json()
 
 
 class StartEvent(_Message):

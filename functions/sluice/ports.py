@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
 
+from sluice.domain.hosts import HostState
 from sluice.domain.pages import PageResult, UrlEntry
 from sluice.domain.runs import Progress, RunLock, RunState
 from sluice.extraction.extract import Record
@@ -152,6 +153,22 @@ class ObjectStore(Protocol):
 
     def location(self, key: str) -> str:
         """Where a person finds the object (an ``s3://`` URL, or a local path)."""
+        ...
+
+
+class HostBook(Protocol):
+    """What the fleet knows of each target host between batches (spacing, pause, throttle, breaker).
+
+    One fetcher at a time holds a host (its queue group), so a host's state has one writer; a write
+    that finds the stored version changed (a batch that outlived its visibility) is dropped.
+    """
+
+    def load(self, hosts: Sequence[str]) -> dict[str, HostState]:
+        """The stored state of these hosts (strongly consistent); hosts never stored are absent."""
+        ...
+
+    def save(self, states: Sequence[HostState]) -> int:
+        """Write each state whose stored version is still the one it was read at; return how many were."""
         ...
 
 

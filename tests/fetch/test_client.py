@@ -231,10 +231,12 @@ async def test_per_call_overrides(mock_fetcher: FetcherFactory, respond: Respond
     slow_policy = RetryPolicy(times=3, backoff_base_seconds=10, backoff_max_seconds=60)
     async with mock_fetcher(handler, retry=slow_policy) as fetcher:
         once = await fetcher.fetch("http://example.com/a", max_attempts=1)
-        no_sleep = await fetcher.fetch("http://example.com/b", retry_sleep_cap=0.5)
+        # Another host: example.com is paused by its Retry-After (tests/fetch/test_hosts.py)
+        no_sleep = await fetcher.fetch("http://other.example/b", retry_sleep_cap=0.5)
     assert once == Failed("http://example.com/a", "http 503", True, 503, 2.0, 1)
     assert isinstance(no_sleep, Failed)
     assert no_sleep.retryable
+    assert no_sleep.url == "http://other.example/b"
     assert no_sleep.retry_after_s == 2.0
     assert len(sent) == 2
 

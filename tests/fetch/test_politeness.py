@@ -1,4 +1,4 @@
-"""DomainGate: per-domain cap, spacing of starts, and no global slot held while only waiting."""
+"""HostGate: per-host cap, spacing of starts, and no global slot held while only waiting."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from sluice.fetch.politeness import DomainGate
+from sluice.fetch.politeness import HostGate
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_per_domain_cap_and_global_cap() -> None:
-    gate = DomainGate(concurrency=3, per_domain=2)
+    gate = HostGate(concurrency=3, per_domain=2)
     live: dict[str, int] = {"a": 0, "b": 0, "all": 0}
     peak = dict(live)
 
@@ -34,7 +34,7 @@ async def test_per_domain_cap_and_global_cap() -> None:
 
 
 async def test_delay_spaces_starts_per_domain() -> None:
-    gate = DomainGate(concurrency=4, per_domain=4, min_delay_s=0.03)
+    gate = HostGate(concurrency=4, per_domain=4, min_delay_s=0.03)
     starts: list[float] = []
 
     async def one() -> None:
@@ -46,7 +46,7 @@ async def test_delay_spaces_starts_per_domain() -> None:
 
 
 async def test_waiting_for_a_delay_does_not_hold_the_global_slot() -> None:
-    gate = DomainGate(concurrency=1, per_domain=1)
+    gate = HostGate(concurrency=1, per_domain=1)
     order: list[str] = []
 
     async def visit(domain: str, name: str, delay: float) -> None:

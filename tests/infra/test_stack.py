@@ -54,6 +54,14 @@ def test_queue_long_polls(resources: dict[str, Any]) -> None:
     assert _queue(resources, DEFAULT.queue_name)["ReceiveMessageWaitTimeSeconds"] == 20
 
 
+def test_queue_is_fifo_with_a_group_per_host_in_high_throughput_mode(resources: dict[str, Any]) -> None:
+    """One fetcher at a time holds a host's group: the per-host limits' fleet-wide guarantee."""
+    queue = _queue(resources, DEFAULT.queue_name)
+    assert (queue["FifoQueue"], queue["ContentBasedDeduplication"]) == (True, False)
+    assert (queue["DeduplicationScope"], queue["FifoThroughputLimit"]) == ("messageGroup", "perMessageGroupId")
+    assert _queue(resources, DEFAULT.dlq_name)["FifoQueue"] is True  # a FIFO queue's dead letters go to a FIFO queue
+
+
 def test_queue_redrives_to_the_dead_letter_queue(resources: dict[str, Any]) -> None:
     policy = _queue(resources, DEFAULT.queue_name)["RedrivePolicy"]
     assert policy["maxReceiveCount"] == DEFAULT.max_receive_count
@@ -129,7 +137,7 @@ def test_fetcher_event_source_reports_partial_failures_with_a_fleet_cap(resource
     (mapping,) = (m["Properties"] for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values())
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BatchSize"] == DEFAULT.batch_size
-    assert mapping["MaximumBatchingWindowInSeconds"] == DEFAULT.batching_window_s
+    assert "MaximumBatchingWindowInSeconds" not in mapping  # a FIFO source takes none
     assert mapping["ScalingConfig"] == {"MaximumConcurrency": DEFAULT.fetcher_max_concurrency}
 
 

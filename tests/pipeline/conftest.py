@@ -240,6 +240,14 @@ class Pipeline:
         self.harness.ack(messages, failed)
         return failed
 
+    def let_pauses_pass(self, *hosts: str) -> None:
+        """As if every pause and spacing the fleet keeps for ``hosts`` had run out (a test does not wait 8 s)."""
+        book = self.services.hosts
+        assert book is not None
+        states = book.load(list(hosts))
+        book.save([dataclasses.replace(s, paused_until=0.0, next_start=0.0) for s in states.values()])
+        self.harness.close_container()  # a new container: no fetcher remembers the pause either
+
     def drain(self, batch_size: int = 10) -> int:
         """Deliver batches until nothing is visible in the queue; return the number of invocations."""
         for steps in range(MAX_STEPS):
@@ -382,7 +390,16 @@ class AwsHarness:
 
     def send_raw(self, *bodies: str) -> None:
         self.sqs.send_message_batch(
-            QueueUrl=self.settings.queue_url, Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)]
+            QueueUrl=self.settings.queue_url,
+            Entries=[
+                {
+                    "Id": str(i),
+                    "MessageBody": b,
+                    "MessageGroupId": "raw",
+                    "MessageDeduplicationId": f"raw-{i}-{time.time()}",
+                }
+                for i, b in enumerate(bodies)
+            ],
         )
 
     def in_queue(self) -> int:
@@ -498,7 +515,7 @@ class LocalHarness:
             self._real_return_after(m.receipt, 0)
 
     def send_raw(self, *bodies: str) -> None:
-        self.store.queue.send_bodies("", list(bodies))
+        self.store.queue.send_messages("", [("raw", b) for b in bodies])
 
     def in_queue(self) -> int:
         depth = self.store.queue.depth(None)

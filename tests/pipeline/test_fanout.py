@@ -46,7 +46,8 @@ class Calls:
 
 
 def queued_urls(pipeline: Any, limit: int) -> Counter[str]:
-    """Every URL in the queue (each message received once and left in flight)."""
+    """Every URL in the queue, each message received once and deleted (a FIFO group gives nothing more while
+    one of its messages is in flight)."""
     urls: Counter[str] = Counter()
     for _ in range(limit // 10 + 2):
         batch = pipeline.receive(10)
@@ -54,6 +55,7 @@ def queued_urls(pipeline: Any, limit: int) -> Counter[str]:
             break
         for message in batch:
             urls.update(task["url"] for task in json.loads(message.body)["tasks"])
+        pipeline.ack(batch)
     return urls
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from typing import Any
 
 import pytest
@@ -77,7 +78,13 @@ def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at
     assert pipeline.in_queue() == 1
     assert pipeline.tally(CRAWL, run_id).done == 0
 
+    [paused] = pipeline.services.hosts.load(
+        [f"127.0.0.1:{site.port}"]
+    ).values()  # the pause is the fleet's, not one fetcher's
+    assert paused.paused_until >= time.time() + asked - 2
+
     pipeline.make_visible(first)  # ... as it will be once the Retry-After has passed
+    pipeline.let_pauses_pass(f"127.0.0.1:{site.port}")
     assert pipeline.deliver(pipeline.receive(10)) == set()
     t = pipeline.tally(CRAWL, run_id)
     assert (t.done, t.fetched, t.failed) == (1, 1, 0)

@@ -25,19 +25,22 @@ from types import TracebackType
 
 import httpx
 
+from sluice.domain.hosts import host_key
 from sluice.extraction.urls import resolve_link
 from sluice.spec import Politeness
 
 from .errors import DeferredFetchError, PermanentFetchError, RetryableFetchError, SkipFetch, translate
 from .outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
-from .politeness import DomainGate
+from .politeness import HostBlocked, HostGate, HostPaused
 from .retry import RetryRules, parse_retry_after
 from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse, RobotsStore
-from .safety import AddressGuard, origin_key
+from .safety import AddressGuard
 from .transport import guarded_session
 from .wire import AiohttpWire, HttpxWire, Reply, Wire
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MARKER_SCAN_BYTES = 256 * 1024
+"""A block page says so early: markers are looked for in a page's first 256 KB."""
 
 
 @dataclass
@@ -87,7 +90,16 @@ class PageFetcher:
         """Where robots.txt answers are shared with the run's other fetchers (None: this fetcher alone)."""
         self.guard = guard if guard is not None else AddressGuard(allow_loopback)
         self.rules = RetryRules.from_policy(politeness.retry)
-        self.gate = DomainGate(politeness.concurrency, politeness.concurrency_per_domain, politeness.min_delay_seconds)
+        self.gate = HostGate(
+            politeness.concurrency,
+            politeness.concurrency_per_domain,
+            politeness.min_delay_seconds,
+            adaptive=politeness.adaptive,
+            breaker=politeness.breaker,
+        )
+        self._markers = (
+            [(m, m.lower().encode()) for m in politeness.breaker.markers] if politeness.breaker.enabled else []
+        )
         self.robots = RobotsCache(self._load_robots)
         self.stats = FetchStats()
         self._accepted = frozenset(t.strip().lower() for t in politeness.content_types)
@@ -151,9 +163,21 @@ class PageFetcher:
             return NotModified(url, answer.final_url, fresh, attempts, elapsed)
         if not 200 <= answer.status < 300:
             return Failed(url, f"http {answer.status}", False, answer.status, None, attempts)
+        marker = self._block_marker(answer.body)
+        if marker is not None:
+            why = f"block marker {marker!r} in the page"
+            self.gate.refused(host_key(answer.final_url), why)
+            return Failed(url, why, False, answer.status, None, attempts)
         content_type = answer.headers.get("content-type") or "text/html"
         fresh = Validators.from_headers(answer.headers)
         return Fetched(url, answer.final_url, answer.status, content_type, answer.body, fresh, attempts, elapsed)
+
+    def _block_marker(self, body: bytes) -> str | None:
+        """The first of the spec's block markers the page holds (case-insensitive), if any."""
+        if not self._markers:
+            return None
+        folded = body[:MARKER_SCAN_BYTES].lower()
+        return next((text for text, needle in self._markers if needle in folded), None)
 
     async def fetch_many(
         self,
@@ -205,7 +229,7 @@ class PageFetcher:
         while True:
             attempt += 1
             try:
-                return await self._attempt(url, validators, robots_mode), attempt
+                return await self._attempt(url, validators, robots_mode, sleep_cap), attempt
             except SkipFetch as exc:
                 return Skipped(url, exc.reason)
             except PermanentFetchError as exc:
@@ -228,7 +252,9 @@ class PageFetcher:
             self.stats.retries += 1
             await asyncio.sleep(wait)
 
-    async def _attempt(self, url: str, validators: Validators | None, robots_mode: bool) -> _Answer:
+    async def _attempt(
+        self, url: str, validators: Validators | None, robots_mode: bool, max_wait_s: float | None = None
+    ) -> _Answer:
         """One attempt: every redirect hop is address-checked, robots-checked and gated."""
         try:
             target = _without_credentials(httpx.URL(url))
@@ -246,9 +272,14 @@ class PageFetcher:
                 if refusal is not None:
                     raise SkipFetch(refusal if hop == 0 else f"redirect to {target}: {refusal}")
                 delay = self.robots.crawl_delay(target, agent)
-            domain = origin_key(target)
-            async with self.gate.slot(domain, delay):
-                result = await self._exchange(target, domain, headers, robots_mode)
+            host = host_key(str(target))
+            try:
+                async with self.gate.slot(host, delay, max_wait_s=max_wait_s):
+                    result = await self._exchange(target, host, headers, robots_mode)
+            except HostBlocked as exc:
+                raise SkipFetch(str(exc)) from exc
+            except HostPaused as exc:
+                raise DeferredFetchError(str(exc), retry_after_s=exc.wait_s) from exc
             if isinstance(result, _Answer):
                 return result
             self.stats.redirects += 1
@@ -266,8 +297,10 @@ class PageFetcher:
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
             async with asyncio.timeout(self.politeness.timeout_seconds):
+                sent = time.monotonic()
                 reply = await wire.send(target, headers)
                 self.gate.touch(domain)
+                self._answered(domain, reply, time.monotonic() - sent)
                 try:
                     return await self._read(target, reply, robots_mode)
                 finally:
@@ -278,6 +311,14 @@ class PageFetcher:
             raise translate(exc) from exc
         finally:
             stats.in_flight -= 1
+
+    def _answered(self, host: str, reply: Reply, latency_s: float) -> None:
+        """Tell the gate what the host answered and how fast (the throttle and the breaker live on it)."""
+        after = None
+        if reply.status in (429, 503):
+            value = next((v for k, v in reply.raw_headers if k.lower() == b"retry-after"), None)
+            after = parse_retry_after(value.decode("latin-1") if value is not None else None, time.time())
+        self.gate.answered(host, reply.status, latency_s, retry_after_s=after)
 
     async def _read(self, target: httpx.URL, reply: Reply, robots_mode: bool) -> _Answer | httpx.URL:
         status = reply.status

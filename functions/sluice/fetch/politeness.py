@@ -1,60 +1,143 @@
-"""Per-domain concurrency and spacing of request starts, plus the global in-flight cap."""
+"""Per-host admission: concurrency (adaptive, under the spec's cap), spacing, pauses and the breaker.
+
+One :class:`HostGate` per fetcher. It holds for the whole fleet because the queue gives a host's
+messages to one fetcher at a time (``sluice.domain.hosts``) and the gate hands what must outlive
+the batch to the next holder: :meth:`HostGate.export` at the end of a batch, :meth:`HostGate.adopt`
+at the start of the next.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+
+from sluice.domain.hosts import HostState, RunCounts
+from sluice.spec.models import Breaker
+
+from .throttle import Throttle
 
 
-class _Domain:
-    __slots__ = ("last_start", "lock", "slots", "users")
+class HostPaused(Exception):
+    """The host may not be asked for ``wait_s`` more seconds (Retry-After, spacing): longer than the caller waits."""
 
-    def __init__(self, limit: int) -> None:
-        self.slots = asyncio.Semaphore(limit)
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"host paused for {wait_s:.1f} s")
+        self.wait_s = wait_s
+
+
+class HostBlocked(Exception):
+    """The breaker paused the host for the run; the text says why."""
+
+
+class _Host:
+    __slots__ = (
+        "active",
+        "blocked_by",
+        "counts",
+        "delay",
+        "last_start",
+        "lock",
+        "not_before",
+        "room",
+        "state",
+        "throttle",
+        "users",
+    )
+
+    def __init__(self, throttle: Throttle) -> None:
+        self.throttle = throttle
+        self.room = asyncio.Condition()
         self.lock = asyncio.Lock()
-        self.last_start = float("-inf")
+        self.active = 0
         self.users = 0
+        self.last_start = float("-inf")
+        """Monotonic time of the last request start (or answer begun)."""
+        self.not_before = float("-inf")
+        """Monotonic time before which nothing starts (a pause, or the spacing the last holder left)."""
+        self.delay = 0.0
+        self.counts = RunCounts()
+        self.blocked_by: str | None = None
+        self.state: HostState | None = None
+        """What the fleet knew of the host when this fetcher's batch began (None: not a fleet batch)."""
 
 
-class DomainGate:
-    """Admits a request when its domain has a free slot, the domain's delay since the last
-    start has passed, and a global slot is free; the global slot is taken only after the wait.
+@dataclass(frozen=True, slots=True)
+class HostStats:
+    """What one host saw in one fetcher: for logs, the summary and tests."""
 
-    The delay runs from the later of a request's admission and its :meth:`touch` (answer begun),
+    target: int
+    lowest_target: int
+    cuts: int
+    requests: int
+    blocked: int
+    tripped: str | None
+
+
+class HostGate:
+    """Admits a request when its host has room under its target, its spacing and pause have passed,
+    its breaker has not tripped, and a global slot is free (taken only after the wait).
+
+    The spacing runs from the later of a request's admission and its :meth:`touch` (answer begun),
     so local scheduling jitter can never bring two starts closer than the delay at the server.
     """
 
-    def __init__(self, concurrency: int, per_domain: int, min_delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        concurrency: int,
+        per_domain: int,
+        min_delay_s: float = 0.0,
+        *,
+        adaptive: bool = False,
+        breaker: Breaker | None = None,
+    ) -> None:
         self.concurrency = concurrency
         self.per_domain = per_domain
         self.min_delay_s = min_delay_s
+        self.adaptive = adaptive
+        self.breaker = breaker if breaker is not None else Breaker(enabled=False)
+        self._refusals = frozenset(self.breaker.statuses)
         self._global = asyncio.Semaphore(concurrency)
-        self._domains: dict[str, _Domain] = {}
+        self._hosts: dict[str, _Host] = {}
         self._sweep_at = 1024
         self.in_flight = 0
         self.max_in_flight = 0
 
+    # -- admission -----------------------------------------------------------------------------
+
     @asynccontextmanager
-    async def slot(self, domain: str, delay_s: float | None = None) -> AsyncIterator[None]:
-        """Hold one request slot for ``domain``; ``delay_s`` raises the spacing (Crawl-delay)."""
+    async def slot(
+        self, host: str, delay_s: float | None = None, *, max_wait_s: float | None = None
+    ) -> AsyncIterator[None]:
+        """Hold one request slot of ``host``; ``delay_s`` raises the spacing (Crawl-delay).
+
+        Raises :class:`HostBlocked` once the breaker tripped, :class:`HostPaused` when the host
+        may not be asked for longer than ``max_wait_s``.
+        """
         delay = max(self.min_delay_s, delay_s or 0.0)
-        state = self._domain(domain)
+        state = self._host(host)
+        state.delay = max(state.delay, delay)
         state.users += 1
         try:
-            async with state.slots:
-                if delay > 0:
-                    async with state.lock:
-                        # a touch may move last_start on while we sleep, once per request in flight at most
-                        for _ in range(self.per_domain + 1):
-                            wait = state.last_start + delay - time.monotonic()
-                            if wait <= 0:
-                                break
-                            await asyncio.sleep(wait)
-                        await self._global.acquire()
-                        state.last_start = time.monotonic()
-                else:
+            async with state.room:
+                await state.room.wait_for(lambda: state.active < state.throttle.target or state.blocked_by is not None)
+                state.active += 1
+            try:
+                if state.blocked_by is not None:
+                    raise HostBlocked(state.blocked_by)
+                async with state.lock:
+                    # a touch or a pause may move the start on while we sleep, once per request in flight at most
+                    for _ in range(self.per_domain + 2):
+                        wait = max(state.last_start + delay, state.not_before) - time.monotonic()
+                        if wait <= 0:
+                            break
+                        if max_wait_s is not None and wait > max_wait_s:
+                            raise HostPaused(wait)
+                        await asyncio.sleep(wait)
+                    if state.blocked_by is not None:
+                        raise HostBlocked(state.blocked_by)
                     await self._global.acquire()
                     state.last_start = time.monotonic()
                 self.in_flight += 1
@@ -64,27 +147,133 @@ class DomainGate:
                 finally:
                     self.in_flight -= 1
                     self._global.release()
+            finally:
+                async with state.room:
+                    state.active -= 1
+                    state.room.notify_all()
         finally:
             state.users -= 1
 
-    def touch(self, domain: str) -> None:
-        """Note that the request holding a slot of ``domain`` has surely reached the server (its answer began)."""
-        state = self._domains.get(domain)
+    def touch(self, host: str) -> None:
+        """Note that the request holding a slot of ``host`` has surely reached the server (its answer began)."""
+        state = self._hosts.get(host)
         if state is not None:
             state.last_start = max(state.last_start, time.monotonic())
 
-    def _domain(self, domain: str) -> _Domain:
-        state = self._domains.get(domain)
+    # -- what the host says --------------------------------------------------------------------
+
+    def answered(self, host: str, status: int, latency_s: float, *, retry_after_s: float | None = None) -> None:
+        """Fold one answer in: the throttle's latency and status signals, the breaker's count, a pause."""
+        # No waiter needs waking when the target rises: the request that answered releases its slot next.
+        state = self._host(host)
+        state.throttle.on_answer(latency_s * 1000, status)
+        if retry_after_s is not None and retry_after_s > 0:
+            self.pause(host, retry_after_s)
+        # A 429 that says when to come back is throttling, and obeyed; any other refusal counts.
+        self._count(host, state, refused=status in self._refusals and not (status == 429 and retry_after_s))
+
+    def refused(self, host: str, why: str) -> None:
+        """A page that is a refusal by its content (a block marker): counted like a refusing status."""
+        state = self._host(host)
+        self._count(host, state, refused=True, why=why)
+
+    def pause(self, host: str, seconds: float) -> None:
+        """No request to ``host`` starts for ``seconds`` (Retry-After): every request of this fetcher waits."""
+        state = self._host(host)
+        state.not_before = max(state.not_before, time.monotonic() + seconds)
+
+    def _count(self, host: str, state: _Host, *, refused: bool, why: str | None = None) -> None:
+        rules = self.breaker
+        if not rules.enabled or state.blocked_by is not None:
+            return
+        if not (refused or state.counts.requests):
+            return  # counting starts at the host's first refusal in the run
+        state.counts = state.counts.add(1, int(refused))
+        counts = state.counts
+        if counts.requests >= rules.min_answers and counts.share > rules.max_blocked_share:
+            kind = why or "refusals (" + "/".join(str(s) for s in rules.statuses) + ")"
+            reason = (
+                f"host {host} blocked: {kind} on {counts.blocked} of {counts.requests} answers ({counts.share:.0%})"
+            )
+            state.counts = replace(counts, tripped=reason)
+            state.blocked_by = reason  # waiters see it when the answering request releases its slot
+
+    # -- the fleet's memory --------------------------------------------------------------------
+
+    def adopt(self, run_id: str, states: Mapping[str, HostState]) -> None:
+        """Take up where the host's last holder left it: its spacing, pause, target and this run's counts."""
+        offset = time.time() - time.monotonic()
+        for host, known in states.items():
+            state = self._host(host)
+            state.state = known
+            state.not_before = max(state.not_before, max(known.next_start, known.paused_until) - offset)
+            if known.target is not None and self.adaptive:
+                state.throttle = Throttle(self.per_domain, True, known.target, known.floor_ms)
+            counts = known.counts(run_id)
+            state.counts = counts
+            state.blocked_by = counts.tripped if self.breaker.enabled else None
+
+    def start_run(self, run_id: str, hosts: Iterable[str]) -> None:
+        """Hosts of a batch the fleet knows nothing of: this run's counts start from zero."""
+        for host in hosts:
+            state = self._host(host)
+            state.state = HostState(host)
+            state.counts = RunCounts()
+            state.blocked_by = None
+
+    def export(self, run_id: str, hosts: Iterable[str]) -> list[HostState]:
+        """The states the next holder of these hosts needs, where they differ from what was read."""
+        offset = time.time() - time.monotonic()
+        out = []
+        for host in hosts:
+            state = self._hosts.get(host)
+            if state is None or state.state is None:
+                continue
+            known = state.state
+            started = state.last_start > float("-inf")
+            next_start = state.last_start + state.delay + offset if state.delay > 0 and started else known.next_start
+            paused = state.not_before + offset if state.not_before > time.monotonic() else 0.0
+            fresh = replace(
+                known,
+                next_start=round(next_start, 3),
+                paused_until=round(paused, 3),
+                target=state.throttle.below_cap,
+                floor_ms=state.throttle.floor_ms if state.throttle.below_cap is not None else None,
+            )
+            if state.counts != RunCounts() or run_id in known.runs:
+                fresh = fresh.with_counts(run_id, state.counts)
+            if not (fresh.worth_keeping() or known.version):
+                continue  # nothing a fresh start would not know: no write
+            if fresh != known:
+                out.append(fresh)
+        return out
+
+    def known(self, host: str) -> HostState | None:
+        """What the fleet knew of ``host`` when this fetcher's batch of it began."""
+        state = self._hosts.get(host)
+        return None if state is None else state.state
+
+    def stats(self, host: str) -> HostStats | None:
+        state = self._hosts.get(host)
         if state is None:
-            if len(self._domains) >= self._sweep_at:
+            return None
+        t = state.throttle
+        return HostStats(t.target, t.lowest, t.cuts, state.counts.requests, state.counts.blocked, state.blocked_by)
+
+    def _host(self, host: str) -> _Host:
+        state = self._hosts.get(host)
+        if state is None:
+            if len(self._hosts) >= self._sweep_at:
                 self._sweep()
-            state = self._domains[domain] = _Domain(self.per_domain)
+            state = self._hosts[host] = _Host(Throttle(self.per_domain, self.adaptive))
         return state
 
     def _sweep(self) -> None:
-        """Forget idle domains whose spacing has run out (amortised: the threshold doubles)."""
+        """Forget idle hosts whose spacing has run out (amortised: the threshold doubles)."""
         now = time.monotonic()
         horizon = max(self.min_delay_s, 300.0)
-        for key in [k for k, d in self._domains.items() if d.users == 0 and now - d.last_start > horizon]:
-            del self._domains[key]
-        self._sweep_at = max(1024, 2 * len(self._domains))
+        for key in [
+            k for k, d in self._hosts.items() if d.users == 0 and now - d.last_start > horizon and now > d.not_before
+        ]:
+            del self._hosts[key]
+        self._sweep_at = max(1024, 2 * len(self._hosts))

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.frontier import DynamoFrontier
+from sluice.adapters.aws.hosts import DynamoHostBook
 from sluice.adapters.aws.ledger import DynamoRunLedger
 from sluice.adapters.aws.objects import S3Objects
 from sluice.adapters.aws.queue import SqsQueue
@@ -35,6 +36,7 @@ def aws_services(settings: Settings, *, finalize_later: Trigger, continue_start:
         tuning=settings.tuning(),
         ledger=DynamoRunLedger(settings.ledger_table),
         frontier=DynamoFrontier(settings.ledger_table, ttl_days=settings.claim_ttl_days),
+        hosts=DynamoHostBook(settings.ledger_table, ttl_days=settings.claim_ttl_days),
         queue=SqsQueue(settings.queue_url, urls_per_message=settings.urls_per_message),
         objects=S3Objects(settings.bucket),
         records=DynamoRecords(settings.records_table) if settings.records_table else None,

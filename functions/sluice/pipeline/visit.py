@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sluice.domain.hosts import host_key
 from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
     MAX_DIGESTS,
@@ -256,6 +257,7 @@ class _RunBatch:
         fetcher = self.container.fetcher(spec)
         if not isinstance(fetcher.robots_store, SharedRobots) or fetcher.robots_store.run_id != self.run_id:
             fetcher.robots_store = SharedRobots(services.objects, self.crawl, self.run_id)
+        hosts = await self._adopt_hosts(fetcher, todo)
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
 
@@ -285,6 +287,7 @@ class _RunBatch:
         outcomes = await asyncio.gather(*(one(t, q) for _, q, t in todo), return_exceptions=True)
         visits = [o for o in outcomes if isinstance(o, _Visit)]
         counted = await asyncio.to_thread(self._write, run, spec, visits)
+        await self._hand_on_hosts(fetcher, hosts)
         failed_by: dict[str, tuple[float, list[str]]] = {}
         crashed: dict[str, BaseException] = {}
         for (_, queued, task), outcome in zip(todo, outcomes, strict=True):
@@ -324,6 +327,33 @@ class _RunBatch:
             },
         )
         return results
+
+    async def _adopt_hosts(self, fetcher: PageFetcher, todo: Sequence[tuple[str, QueuedMessage, UrlTask]]) -> list[str]:
+        """Take up each host of the batch where the fleet's last holder of it left it."""
+        book = self.services.hosts
+        hosts = sorted({host_key(t.url) for _, _, t in todo})
+        if book is None or not hosts:
+            return []
+        known = await asyncio.to_thread(book.load, hosts)
+        fetcher.gate.start_run(self.run_id, [h for h in hosts if h not in known])
+        fetcher.gate.adopt(self.run_id, known)
+        return hosts
+
+    async def _hand_on_hosts(self, fetcher: PageFetcher, hosts: list[str]) -> None:
+        """Leave for the next holder of each host what it must know (after the batch is counted)."""
+        book = self.services.hosts
+        states = fetcher.gate.export(self.run_id, hosts) if book is not None and hosts else []
+        if book is None or not states:
+            return
+        try:
+            await asyncio.to_thread(book.save, states)
+        except Exception as exc:  # the pages are counted: failing the batch now would only fetch them again
+            logger.warning("host states not written", extra={**self.log, "hosts": len(states), "error": repr(exc)})
+        for state in states:
+            was = fetcher.gate.known(state.host)
+            tripped = state.counts(self.run_id).tripped
+            if tripped and (was is None or was.counts(self.run_id).tripped is None):
+                logger.warning("host blocked for the run", extra={**self.log, "host": state.host, "reason": tripped})
 
     def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit]) -> Progress:
         """The batch's writes, in the order that makes a crash anywhere harmless (see the module doc)."""

@@ -283,8 +283,30 @@ class RetryPolicy(_Strict):
         return codes
 
 
+class Breaker(_Strict):
+    """When a host is taken to refuse the crawler: it is paused for the run, its URLs skipped with the reason."""
+
+    enabled: bool = True
+    min_answers: int = Field(default=20, ge=1, le=100_000)
+    """Answers counted since the host's first refusal in the run before the share is judged."""
+    max_blocked_share: float = Field(default=0.5, gt=0, le=1)
+    """The breaker trips when more of those answers than this are refusals."""
+    statuses: list[int] = Field(default_factory=lambda: [403, 429], max_length=20)
+    """Statuses that count as a refusal (a 429 that sends Retry-After is throttling, obeyed, not counted)."""
+    markers: list[Annotated[str, Field(min_length=3, max_length=200)]] = Field(default_factory=list, max_length=20)
+    """Texts whose presence in a page makes it a refusal (a captcha or block page served with 200)."""
+
+    @field_validator("statuses")
+    @classmethod
+    def _http_statuses(cls, value: list[int]) -> list[int]:
+        bad = [s for s in value if not 400 <= s <= 599]
+        if bad:
+            raise ValueError(f"refusal statuses are 4xx or 5xx, not {bad}")
+        return value
+
+
 class Politeness(_Strict):
-    """What the crawl promises the sites it visits."""
+    """What the crawl promises the sites it visits: every per-host limit holds for the whole fleet."""
 
     concurrency: int = Field(default=32, ge=1, le=512)
     concurrency_per_domain: int = Field(default=8, ge=1, le=128)
@@ -296,6 +318,10 @@ class Politeness(_Strict):
     max_redirects: int = Field(default=5, ge=0, le=20)
     content_types: list[str] = Field(default_factory=lambda: ["text/html", "application/xhtml+xml"])
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    adaptive: bool = True
+    """Lower a host's concurrency below ``concurrency_per_domain`` when it slows down or answers 429/503,
+    and raise it back while its latency stays flat (never above the cap)."""
+    breaker: Breaker = Field(default_factory=Breaker)
 
     @field_validator("user_agent")
     @classmethod

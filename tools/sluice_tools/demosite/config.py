@@ -13,6 +13,11 @@ class DemoSiteConfig:
 
     latency_ms: float = 0.0
     """Added (asyncio.sleep) before every answer except /_demo/ endpoints."""
+    latency_per_request_ms: float = 0.0
+    """Added for each request of the same host in flight beyond ``latency_knee``: a server that slows under load."""
+    latency_knee: int = 1
+    ban_after: int | None = None
+    """After this many requests (since reset), every answer is a 403: a host that turns against the crawler."""
     crawl_delay: float | None = None
     """Emitted as `Crawl-delay` in /robots.txt when set."""
     fail_503_fraction: float = 0.0
@@ -45,5 +50,7 @@ class DemoSiteConfig:
             raise ValueError("fault fractions must be >= 0 and sum to at most 1")
         if self.latency_ms < 0 or self.slow_body_seconds < 0 or self.retry_after_seconds < 0:
             raise ValueError("latency_ms, slow_body_seconds and retry_after_seconds must be >= 0")
+        if self.latency_per_request_ms < 0 or self.latency_knee < 0 or (self.ban_after or 0) < 0:
+            raise ValueError("latency_per_request_ms, latency_knee and ban_after must be >= 0")
         if self.oversized_bytes < 0 or self.log_limit < 0:
             raise ValueError("oversized_bytes and log_limit must be >= 0")

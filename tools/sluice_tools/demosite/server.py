@@ -106,8 +106,14 @@ class DemoSite:
             return self._demo(request)
         self._seqs[id(request)] = self.stats.begin(request)
         config = self.config
-        if config.latency_ms > 0:
-            return self._delayed(request, config)
+        if config.ban_after is not None and self.stats.total > config.ban_after:
+            return faults.error_page(403, "Forbidden: this crawler is blocked")
+        latency = config.latency_ms
+        if config.latency_per_request_ms > 0:
+            beyond = self.stats.in_flight_of(request.host) - config.latency_knee
+            latency += config.latency_per_request_ms * max(0, beyond)
+        if latency > 0:
+            return self._delayed(request, config, latency)
         return self._route(request, config)
 
     def finished(self, request: Request, status: int) -> None:
@@ -116,8 +122,8 @@ class DemoSite:
         if seq is not None:
             self.stats.end(request, seq, status)
 
-    async def _delayed(self, request: Request, config: DemoSiteConfig) -> Result:
-        await asyncio.sleep(config.latency_ms / 1000)
+    async def _delayed(self, request: Request, config: DemoSiteConfig, latency_ms: float) -> Result:
+        await asyncio.sleep(latency_ms / 1000)
         result = self._route(request, config)
         return result if isinstance(result, Response | Streamed) else await result
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter, deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from .http1 import Request
 
-_Row = tuple[int, str, str, str, str, str | None, str | None, str | None, int]
+_Row = tuple[int, str, str, str, str, str | None, str | None, str | None, int, float, int]
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,10 @@ class RequestRecord:
     if_modified_since: str | None
     user_agent: str | None
     status: int
+    at: float = 0.0
+    """When its head was parsed (time.monotonic() of the site's process)."""
+    concurrent: int = 0
+    """Requests of its host in flight when it began, itself included."""
 
 
 class DemoStats:
@@ -39,6 +44,10 @@ class DemoStats:
         self.in_flight_by_host: dict[str, int] = {}
         self.max_in_flight_by_host: dict[str, int] = {}
         self.requests_by_path: Counter[str] = Counter()
+        self.min_gap_ms_by_host: dict[str, float] = {}
+        """Shortest time between two request starts of one host: what a crawler's spacing looks like here."""
+        self._last_start: dict[str, float] = {}
+        self._begun: dict[int, tuple[float, int]] = {}
         self._log: deque[_Row] = deque(maxlen=log_limit)
         self._seq = 0
 
@@ -56,12 +65,26 @@ class DemoStats:
             if now > self.max_in_flight_by_host.get(host, 0):
                 self.max_in_flight_by_host[host] = now
             self.requests_by_path[request.path] += 1
+            at = time.monotonic()
+            last = self._last_start.get(host)
+            if last is not None:
+                gap = (at - last) * 1000
+                self.min_gap_ms_by_host[host] = min(gap, self.min_gap_ms_by_host.get(host, gap))
+            self._last_start[host] = at
+            self._begun[self._seq] = (at, now)
             return self._seq
+
+    def in_flight_of(self, host: str) -> int:
+        """Requests of ``host`` in flight now (the site's load on that host)."""
+        with self._lock:
+            return self.in_flight_by_host.get(host, 0)
 
     def end(self, request: Request, seq: int, status: int) -> None:
         """Count a request out and log it."""
         h = request.headers
-        row = (
+        with self._lock:
+            at, concurrent = self._begun.pop(seq, (0.0, 0))
+        row: _Row = (
             seq,
             request.method,
             request.path,
@@ -71,6 +94,8 @@ class DemoStats:
             h.get("if-modified-since"),
             h.get("user-agent"),
             status,
+            at,
+            concurrent,
         )
         with self._lock:
             self.in_flight -= 1
@@ -86,6 +111,8 @@ class DemoStats:
             self.in_flight_by_host = {h: n for h, n in self.in_flight_by_host.items() if n}
             self.max_in_flight_by_host = dict(self.in_flight_by_host)
             self.requests_by_path = Counter()
+            self.min_gap_ms_by_host = {}
+            self._last_start = {}
             self._log.clear()
 
     def count(self, path: str) -> int:
@@ -109,6 +136,7 @@ class DemoStats:
                 "in_flight_by_host": dict(self.in_flight_by_host),
                 "max_in_flight_by_host": dict(self.max_in_flight_by_host),
                 "requests_by_path": dict(self.requests_by_path),
+                "min_gap_ms_by_host": {h: round(g, 3) for h, g in self.min_gap_ms_by_host.items()},
             }
         if with_log:
             data["log"] = [asdict(r) for r in self.records()]

@@ -15,6 +15,7 @@ from infra.config import StackConfig
 
 from sluice.adapters.aws.clients import client, reset
 from sluice.settings import Settings
+from sluice_tools.emulate import moto_fifo
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's account
@@ -39,14 +40,21 @@ def fake_credentials() -> None:
 
 def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bool) -> Settings:
     """Queue with its dead-letter queue, both tables, the bucket; return the functions' settings for them."""
+    moto_fifo.install()
     sqs, ddb, s3 = client("sqs"), client("dynamodb"), client("s3")
     dlq_url = sqs.create_queue(
-        QueueName=config.dlq_name, Attributes={"MessageRetentionPeriod": str(config.dlq_retention_days * 86400)}
+        QueueName=config.dlq_name,
+        Attributes={"FifoQueue": "true", "MessageRetentionPeriod": str(config.dlq_retention_days * 86400)},
     )["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     queue_url = sqs.create_queue(
         QueueName=config.queue_name,
         Attributes={
+            # As deployed: FIFO, a group per host (infra/queues.py), high-throughput mode.
+            "FifoQueue": "true",
+            "ContentBasedDeduplication": "false",
+            "DeduplicationScope": "messageGroup",
+            "FifoThroughputLimit": "perMessageGroupId",
             "VisibilityTimeout": str(LOCAL_VISIBILITY_S),
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": config.max_receive_count}),
         },

@@ -3,9 +3,11 @@
 The runner plays what AWS plays in production: EventBridge (it starts the run), the SQS event
 source mapping (workers receive batches, visit them with the fetcher's step, delete what
 succeeded and leave the rest to come back after their visibility), and the finalizer. Workers
-are tasks on one event loop sharing one fetcher per crawl, so the spec's politeness holds for
-the whole machine. Everything is durable after every batch: kill the process at any point and
-the next ``sluice run`` of the same spec resumes the run, fetching no page that was done.
+are tasks on one event loop, each with a container of its own as a Lambda fetcher has: the
+spec's per-host limits hold across them the way they hold across the fleet (the queue gives a
+host to one worker at a time, the host book hands its state on). Everything is durable after
+every batch: kill the process at any point and the next ``sluice run`` of the same spec resumes
+the run, fetching no page that was done.
 """
 
 from __future__ import annotations
@@ -195,19 +197,20 @@ class _Drain:
         self.fleet, self.spec, self.run_id, self.store, self.services = fleet, spec, run_id, store, services
         self.requests, self.progress = requests, progress
         self.busy = 0
-        self.container = Container(fleet.tuning.allow_loopback)
+        self.containers = [Container(fleet.tuning.allow_loopback) for _ in range(fleet.workers)]
 
     async def run(self) -> None:
         stop = asyncio.Event()
-        workers = [asyncio.create_task(self._work(stop)) for _ in range(self.fleet.workers)]
+        workers = [asyncio.create_task(self._work(stop, c)) for c in self.containers]
         try:
             await self._watch(stop)
         finally:
             stop.set()
             await asyncio.gather(*workers, return_exceptions=True)
-            await self.container.aclose()
+            for container in self.containers:
+                await container.aclose()
 
-    async def _work(self, stop: asyncio.Event) -> None:
+    async def _work(self, stop: asyncio.Event, container: Container) -> None:
         queue = self.store.queue
         batch = self.fleet.config.batch_size
         while not stop.is_set():
@@ -218,7 +221,7 @@ class _Drain:
             self.busy += 1
             try:
                 messages = [QueuedMessage(r.message_id, r.receipt, r.body, r.receive_count) for r in received]
-                results = await visit_batch(messages, self.services, self.container)
+                results = await visit_batch(messages, self.services, container)
                 done = [r.receipt for r in received if results.get(r.message_id) is None]
                 await asyncio.to_thread(queue.delete, done)
             finally:

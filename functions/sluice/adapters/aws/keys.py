@@ -11,6 +11,9 @@ Ledger table:
   digit (``H``). A link's claim creates it; the URL's result replaces it once. A seed has no
   item until its result.
 
+- ``host#HOST`` / ``state``: what the fleet knows of one target host (``sluice.domain.hosts``).
+  Written at most once per fetcher batch holding the host, and only when it says something.
+
 Records table (only for specs with ``output.records_table``):
 
 - ``rec#NAME`` / ``RECORD_KEY`` (a hash when the key is long): a record's current content.
@@ -56,6 +59,10 @@ def url_partition(run_id: str, partition: int) -> str:
 
 def url(run_id: str, url_hash: str) -> Key:
     return {"pk": url_partition(run_id, int(url_hash[0], 16)), "sk": url_hash}
+
+
+def host(host_key: str) -> Key:
+    return {"pk": f"host#{host_key}", "sk": "state"}
 
 
 def record(crawl: str, record_key: str) -> Key:

@@ -1,8 +1,13 @@
-"""The frontier queue in SQS: tasks packed several to a message, up to ten messages to a request, in parallel.
+"""The frontier queue in SQS FIFO: one host's tasks to a message, grouped by host, ten messages to a request.
+
+The queue is FIFO for one property: SQS gives a message group to one consumer at a time, and the
+group is the host, so one fetcher at a time talks to a host (``sluice.domain.hosts``). Each
+message gets its own deduplication id: a send botocore repeats after a lost answer is taken
+once, and a link sent again on purpose (a redelivered page) is a new message.
 
 Messages stay under 64 KB (SQS bills each 64 KB of a request as one request) and requests under
-SQS's 256 KB: a million URLs at 10 per message are 100,000 messages in 10,000 ``SendMessageBatch``
-calls.
+SQS's 256 KB: a million URLs of few hosts at 10 per message are 100,000 messages in 10,000
+``SendMessageBatch`` calls (a broad crawl's links spread over many hosts pack fewer to a message).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from threading import Lock
+from uuid import uuid4
 
 from sluice.adapters.aws.clients import client
 from sluice.messages import UrlTask, pack
@@ -40,15 +46,20 @@ class SendStats:
             self.requests += requests
 
 
-def batches(bodies: Iterator[str]) -> Iterator[list[str]]:
-    """Bodies grouped as one SendMessageBatch each: at most 10 and 256 KB."""
-    batch: list[str] = []
+Message = tuple[str, str]
+"""``(message group, body)``."""
+
+
+def batches(messages: Iterator[Message]) -> Iterator[list[Message]]:
+    """Messages grouped as one SendMessageBatch each: at most 10 and 256 KB."""
+    batch: list[Message] = []
     size = 0
-    for body in bodies:
+    for message in messages:
+        body = message[1]
         if batch and (len(batch) >= BATCH_ENTRIES or size + len(body) > BATCH_BYTES):
             yield batch
             batch, size = [], 0
-        batch.append(body)
+        batch.append(message)
         size += len(body)
     if batch:
         yield batch
@@ -74,19 +85,20 @@ class SqsQueue:
             sent += sum(self._pool.map(self._send_batch, window))
         return sent
 
-    def _send_batch(self, bodies: Sequence[str]) -> int:
-        entries = {str(i): body for i, body in enumerate(bodies)}
+    def _send_batch(self, messages: Sequence[Message]) -> int:
+        entries = {
+            str(i): {"Id": str(i), "MessageBody": body, "MessageGroupId": group, "MessageDeduplicationId": uuid4().hex}
+            for i, (group, body) in enumerate(messages)
+        }
         for _ in range(_RESENDS):
-            answer = self._sqs.send_message_batch(
-                QueueUrl=self.queue_url, Entries=[{"Id": k, "MessageBody": v} for k, v in entries.items()]
-            )
+            answer = self._sqs.send_message_batch(QueueUrl=self.queue_url, Entries=list(entries.values()))
             self.stats.add(0, 1)
             failed = answer.get("Failed") or []
             for ok in answer.get("Successful") or []:
                 entries.pop(ok["Id"], None)
             if not entries:
-                self.stats.add(len(bodies), 0)
-                return len(bodies)
+                self.stats.add(len(messages), 0)
+                return len(messages)
             if any(f.get("SenderFault") for f in failed):
                 reasons = "; ".join(f"{f.get('Code')}: {f.get('Message')}" for f in failed)
                 raise QueueError(f"SQS refused {len(failed)} message(s): {reasons}")

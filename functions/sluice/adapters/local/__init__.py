@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sluice.adapters.local.frontier import SqliteFrontier
+from sluice.adapters.local.hosts import SqliteHostBook
 from sluice.adapters.local.ledger import SqliteRunLedger
 from sluice.adapters.local.objects import FileObjects
 from sluice.adapters.local.queue import SqliteQueue
@@ -29,6 +30,7 @@ class LocalStore:
     queue: SqliteQueue
     objects: FileObjects
     records: SqliteRecords
+    hosts: SqliteHostBook
 
     @classmethod
     def open(cls, folder: Path, *, urls_per_message: int = 10, max_receive_count: int = 5) -> LocalStore:
@@ -41,6 +43,7 @@ class LocalStore:
             queue=SqliteQueue(db, urls_per_message=urls_per_message, max_receive_count=max_receive_count),
             objects=FileObjects(folder / "objects"),
             records=SqliteRecords(db),
+            hosts=SqliteHostBook(db),
         )
 
     def services(
@@ -53,6 +56,7 @@ class LocalStore:
             queue=self.queue,
             objects=self.objects,
             records=self.records,
+            hosts=self.hosts,
             specs_dir=specs_dir,
             finalize_later=finalize_later,
             continue_start=continue_start,

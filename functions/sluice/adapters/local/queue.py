@@ -1,14 +1,18 @@
-"""The frontier queue in SQLite, with SQS's semantics where a run depends on them.
+"""The frontier queue in SQLite, with SQS FIFO's semantics where a run depends on them.
 
-Visibility timeouts, receive counts, receipt handles that change on every receive (a stale one
-deletes nothing), and a dead-letter table a message moves to when a receive finds it already
-received ``max_receive_count`` times, as SQS's redrive policy does. Unlike SQS it can receive
+Message groups (one host each) handed to one consumer at a time: a group with a message in
+flight (received, not deleted, still invisible) gives nothing to anyone else, and a receive fills
+its batch from the group of the oldest waiting message first, as SQS does. Visibility timeouts,
+receive counts, receipt handles that change on every receive (a stale one deletes nothing), and
+a dead-letter table a message moves to when a receive finds it already received
+``max_receive_count`` times, as SQS's redrive policy does. Unlike SQS it can receive
 one run's messages only: a state folder may hold another crawl's interrupted run, left for its
 own resume.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 import uuid
 from collections.abc import Sequence
@@ -42,17 +46,17 @@ class SqliteQueue:
         self.max_receive_count = max_receive_count
 
     def send(self, crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
-        return self.send_bodies(run_id, list(pack(crawl, run_id, tasks, self.urls_per_message)))
+        return self.send_messages(run_id, list(pack(crawl, run_id, tasks, self.urls_per_message)))
 
-    def send_bodies(self, run_id: str, bodies: Sequence[str], *, delay_s: float = 0.0) -> int:
-        """Enqueue bodies as they are (tests send malformed ones this way)."""
+    def send_messages(self, run_id: str, messages: Sequence[tuple[str, str]], *, delay_s: float = 0.0) -> int:
+        """Enqueue ``(group, body)`` messages as they are (tests send malformed ones this way)."""
         now = time.time()
         with self._db.transaction() as db:
             db.executemany(
-                "INSERT INTO queue (run_id, body, visible_at, sent_at) VALUES (?, ?, ?, ?)",
-                [(run_id, body, now + delay_s, now) for body in bodies],
+                "INSERT INTO queue (run_id, grp, body, visible_at, sent_at) VALUES (?, ?, ?, ?, ?)",
+                [(run_id, group, body, now + delay_s, now) for group, body in messages],
             )
-        return len(bodies)
+        return len(messages)
 
     def receive(self, run_id: str | None, limit: int, visibility_s: float) -> list[Received]:
         """Up to ``limit`` visible messages (of one run, or of any), hidden for ``visibility_s``.
@@ -69,11 +73,7 @@ class SqliteQueue:
                 (now, *over),
             )
             db.execute("DELETE FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? AND receives >= ?", over)
-            rows = db.execute(
-                "SELECT id FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? "
-                "ORDER BY visible_at, id LIMIT ?",
-                (run_id, run_id, now, limit),
-            ).fetchall()
+            rows = self._fifo_pick(db, run_id, now, limit)
             received = []
             for (message_id,) in rows:
                 receipt = uuid.uuid4().hex
@@ -84,6 +84,40 @@ class SqliteQueue:
                 ).fetchone()
                 received.append(Received(str(message_id), receipt, body, receives))
         return received
+
+    @staticmethod
+    def _fifo_pick(db: sqlite3.Connection, run_id: str | None, now: float, limit: int) -> list[tuple[int]]:
+        """Ids of up to ``limit`` visible messages of groups nobody holds: the oldest's group first."""
+        held = {
+            grp
+            for (grp,) in db.execute(
+                "SELECT DISTINCT grp FROM queue WHERE (? IS NULL OR run_id = ?) AND receipt IS NOT NULL "
+                "AND visible_at > ?",
+                (run_id, run_id, now),
+            )
+        }
+        picked: list[tuple[int]] = []
+        skipped = ",".join("?" * len(held))
+        for _ in range(limit):  # a group per round, at most ``limit`` rounds
+            free = f"AND grp NOT IN ({skipped})" if held else ""
+            head = db.execute(
+                f"SELECT grp FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? {free} "  # noqa: S608 - placeholders only
+                "ORDER BY id LIMIT 1",
+                (run_id, run_id, now, *held),
+            ).fetchone()
+            if head is None:
+                break
+            group = head[0]
+            picked += db.execute(
+                "SELECT id FROM queue WHERE (? IS NULL OR run_id = ?) AND grp = ? AND visible_at <= ? "
+                "ORDER BY id LIMIT ?",
+                (run_id, run_id, group, now, limit - len(picked)),
+            ).fetchall()
+            held.add(group)
+            skipped = ",".join("?" * len(held))
+            if len(picked) >= limit:
+                break
+        return picked
 
     def delete(self, receipts: Sequence[str]) -> None:
         with self._db.transaction() as db:

@@ -34,12 +34,15 @@ CREATE TABLE IF NOT EXISTS run_counts (
 );
 CREATE TABLE IF NOT EXISTS queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, body TEXT NOT NULL, visible_at REAL NOT NULL,
-    receives INTEGER NOT NULL DEFAULT 0, receipt TEXT, sent_at REAL NOT NULL
+    receives INTEGER NOT NULL DEFAULT 0, receipt TEXT, sent_at REAL NOT NULL, grp TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS queue_by_visibility ON queue (run_id, visible_at);
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, body TEXT NOT NULL, receives INTEGER NOT NULL, moved_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS hosts (
+    host TEXT PRIMARY KEY, state TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records (
     crawl TEXT NOT NULL, record_key TEXT NOT NULL, content_hash TEXT NOT NULL, data TEXT NOT NULL,
     run_id TEXT NOT NULL, page TEXT NOT NULL,
@@ -61,6 +64,14 @@ class Database:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(SCHEMA)
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring a state folder an older version wrote up to this schema (columns added since)."""
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(queue)")}
+        if "grp" not in columns:
+            self._conn.execute("ALTER TABLE queue ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
+        self._conn.execute("CREATE INDEX IF NOT EXISTS queue_by_group ON queue (run_id, grp, id)")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

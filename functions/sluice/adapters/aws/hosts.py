@@ -1,0 +1,71 @@
+"""What the fleet knows of each target host, one small item per host in the ledger table.
+
+Read once per batch that holds the host (one strongly consistent ``BatchGetItem`` for the batch's
+hosts), written at most once per such batch and only when it says something (a pause, spacing
+still running, a throttled target, a breaker count): a host's item is written no faster than
+the fleet asks the host for pages, by one writer at a time (its queue group's holder).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from botocore.exceptions import ClientError
+
+from sluice.adapters.aws import keys
+from sluice.adapters.aws.batch import batch_get
+from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.items import from_item, to_item
+from sluice.domain.hosts import HostState
+from sluice.observability import logger
+
+
+class DynamoHostBook:
+    """:class:`sluice.ports.HostBook` on the ledger table."""
+
+    def __init__(self, table: str, *, ttl_days: int) -> None:
+        self.table = table
+        self._ttl_s = ttl_days * 86400
+        self._db = client("dynamodb")
+
+    def load(self, hosts: Sequence[str]) -> dict[str, HostState]:
+        if not hosts:
+            return {}
+        wanted = [to_item(keys.host(h)) for h in dict.fromkeys(hosts)]
+        found = {}
+        for raw in batch_get(self._db, self.table, wanted, consistent=True):
+            item = from_item(raw)
+            host = str(item["host"])
+            found[host] = HostState.from_json(host, json.loads(item["s"]))
+        return found
+
+    def save(self, states: Sequence[HostState]) -> int:
+        written = 0
+        expires = int(time.time()) + self._ttl_s
+        for state in states:
+            fresh = HostState.from_json(state.host, {**state.to_json(), "v": state.version + 1})
+            condition = "attribute_not_exists(pk)" if state.version == 0 else "v = :v"
+            try:
+                self._db.put_item(
+                    TableName=self.table,
+                    Item=to_item(
+                        {
+                            **keys.host(state.host),
+                            "host": state.host,
+                            "s": json.dumps(fresh.to_json(), separators=(",", ":")),
+                            "v": fresh.version,
+                            "t": expires,
+                        }
+                    ),
+                    ConditionExpression=condition,
+                    **({"ExpressionAttributeValues": to_item({":v": state.version})} if state.version else {}),
+                )
+                written += 1
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise
+                # Another fetcher held the host meanwhile (a batch outlived its visibility): its state stands.
+                logger.warning("host state changed under us: not written", extra={"host": state.host})
+        return written
