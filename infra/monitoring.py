@@ -131,6 +131,14 @@ class Monitoring(Construct):
             runbook="error-rate",
         )
         self._alarm(
+            f"{name}-host-blocked",
+            run_metric(name, RunMetric.HOSTS_BLOCKED, "Maximum"),
+            threshold=0,
+            above=True,
+            meaning=f"{name}: a site refused the crawler (403/429 or a block page); its URLs were skipped.",
+            runbook="host-blocked",
+        )
+        self._alarm(
             f"{name}-run-unhealthy",
             run_metric(name, RunMetric.RUN_HEALTHY, "Minimum"),
             threshold=1,

@@ -31,6 +31,8 @@ class RunMetric(StrEnum):
     RECORDS_NEW = "RecordsNew"
     RECORDS_CHANGED = "RecordsChanged"
     RUN_DURATION = "RunDuration"
+    HOSTS_BLOCKED = "HostsBlocked"
+    """Hosts the breaker paused for the run: a site that refuses the crawler (403s, 429s, block pages)."""
 
 
 UNITS: dict[RunMetric, Unit] = {
@@ -45,4 +47,5 @@ UNITS: dict[RunMetric, Unit] = {
     RunMetric.RECORDS_NEW: Unit.COUNT,
     RunMetric.RECORDS_CHANGED: Unit.COUNT,
     RunMetric.RUN_DURATION: Unit.SECONDS,
+    RunMetric.HOSTS_BLOCKED: Unit.COUNT,
 }

@@ -113,3 +113,30 @@ def test_latency_rising_under_load_lowers_concurrency(tmp_path: Path, books_spec
             seen[adaptive] = sum(late) / len(late)
     assert seen[False] > 8  # the fixed cap keeps 12 in flight, each slower than the last
     assert seen[True] < seen[False] / 2
+
+
+@both
+def test_a_host_turning_to_403_trips_the_breaker_and_the_verdict_names_it(
+    tmp_path: Path, books_spec: Any, emulate: bool
+) -> None:
+    """After 10 answers the site refuses everything: the breaker pauses it, the rest is skipped, not hammered."""
+    with running_demo_site(books=100, ban_after=10) as site:
+        data = copies(books_spec, site.base_url, 60, concurrency_per_domain=2)
+        data["politeness"]["breaker"] = {"min_answers": 5, "max_blocked_share": 0.5}
+        data["alerts"]["max_error_rate"] = 1.0  # the error rate is not what must catch it
+        run = crawl(tmp_path, data, emulate=emulate)
+        host = f"{HOST}:{site.port}"
+        pages = run.summary["pages"]
+        refused = [r for r in site.stats.records() if r.status == 403]
+        assert len(refused) <= 5 + 2  # the five the breaker judged, and the ones in flight when it tripped
+        assert pages["skipped"] >= 60 - 10 - len(refused)
+        assert pages["fetched"] + pages["failed"] + pages["skipped"] == 60
+        [(blocked, said)] = run.summary["blocked_hosts"].items()
+        assert blocked == host
+        assert said["urls_skipped"] == pages["skipped"]
+        assert "5 of 5 answers (100%)" in said["reason"]
+        verdict = run.summary["verdict"]
+        assert verdict["healthy"] is False
+        [check] = [a for a in verdict["alerts"] if a["check"] == "blocked"]
+        assert host in check["message"]
+        assert "100%" in check["message"]

@@ -46,6 +46,25 @@ class BoundedCounter:
         return shown
 
 
+MAX_BLOCKED_HOSTS = 50
+"""Blocked hosts a summary names (a broad crawl that meets more has a bigger problem than the list)."""
+
+
+def blocked_host(reason: str | None) -> str | None:
+    """The host a skip reason says the breaker blocked (``host H blocked: ...``), if it says so."""
+    if not reason or not reason.startswith("host ") or " blocked: " not in reason:
+        return None
+    return reason[5 : reason.index(" blocked: ")]
+
+
+@dataclass(slots=True)
+class BlockedHost:
+    reason: str
+    """The breaker's own words: which refusals, on how many of how many answers."""
+    skipped: int
+    """The host's URLs the run skipped since."""
+
+
 @dataclass
 class RunTally:
     """Everything a run's verdict and summary count, from one pass over its URLs."""
@@ -72,6 +91,8 @@ class RunTally:
     rejected: BoundedCounter = field(default_factory=BoundedCounter)
     failures: BoundedCounter = field(default_factory=BoundedCounter)
     skips: BoundedCounter = field(default_factory=BoundedCounter)
+    blocked: dict[str, BlockedHost] = field(default_factory=dict)
+    """Hosts the breaker paused for the run, by host (at most :data:`MAX_BLOCKED_HOSTS`)."""
     entries: int = 0
 
     @classmethod
@@ -104,6 +125,7 @@ class RunTally:
             case "skipped":
                 self.skipped += 1
                 self.skips.add(result.reason or "unknown")
+                self._count_blocked(result.reason)
         self.records_new += result.counts.new
         self.records_changed += result.counts.changed
         self.records_unchanged += result.counts.unchanged
@@ -114,6 +136,16 @@ class RunTally:
         self.beyond_depth += result.beyond_depth
         self.missing.update(result.missing)
         self.rejected.update(result.rejected)
+
+    def _count_blocked(self, reason: str | None) -> None:
+        host = blocked_host(reason)
+        if host is None:
+            return
+        known = self.blocked.get(host)
+        if known is not None:
+            known.skipped += 1
+        elif len(self.blocked) < MAX_BLOCKED_HOSTS:
+            self.blocked[host] = BlockedHost(str(reason), 1)
 
     @property
     def enqueued(self) -> int:
@@ -152,4 +184,5 @@ class RunTally:
             beyond_depth=self.beyond_depth,
             records_before=gone[0] if gone is not None else None,
             records_gone=gone[1] if gone is not None else None,
+            blocked={h: (b.reason, b.skipped) for h, b in self.blocked.items()},
         )

@@ -30,6 +30,8 @@ class RunCounts:
     """Distinct records of the catalog run's output (None: no catalog run to compare with)."""
     records_gone: int | None = None
     """Of those, the ones this run's output lacks."""
+    blocked: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """Hosts the breaker paused for the run: the breaker's reason and how many of the host's URLs were skipped."""
 
     @property
     def attempted(self) -> int:
@@ -130,6 +132,7 @@ def judge(
         )
     )
     checks.append(_truncated(counts, alerts, follow or Follow()))
+    checks.append(_blocked(counts))
     if alerts.max_gone_rate is not None and counts.records_gone is not None and counts.records_before:
         gone_rate = counts.records_gone / counts.records_before
         checks.append(
@@ -155,6 +158,15 @@ def judge(
                     )
                 )
     return Verdict(tuple(checks), ratio, rate)
+
+
+def _blocked(counts: RunCounts) -> Check:
+    """Did a host refuse the crawler? Always unhealthy: its pages are missing, and more retries would not help."""
+    if not counts.blocked:
+        return Check("blocked", True, 0.0, 0.0, "no host refused the crawler")
+    said = [f"{reason}; {skipped} of its URLs skipped" for reason, skipped in list(counts.blocked.values())[:5]]
+    more = f" (and {len(counts.blocked) - 5} more hosts)" if len(counts.blocked) > 5 else ""
+    return Check("blocked", False, float(len(counts.blocked)), 0.0, "; ".join(said) + more)
 
 
 def _truncated(counts: RunCounts, alerts: Alerts, follow: Follow) -> Check:
