@@ -10,9 +10,9 @@ from sluice_tools.meter.prices import US_EAST_1, price, s3_request_class
 from sluice_tools.meter.tally import OperationTally, Tally
 
 
-def test_the_million_page_run_of_docs_costs_prices_as_the_doc_says() -> None:
+def test_a_million_page_run_prices_line_by_line_at_list_prices() -> None:
     # docs/costs.md: 28 M WRU $17.50 + 3 M RRU $0.375; 1 M S3 PUT $5.00 + 1 M GET $0.40;
-    # 20,000 GB-s $0.27 + 10,000 invocations $0.002; 1 M SQS requests $0.40; 0.55 GB of logs $0.28.
+    # 20,000 GB-s $0.27 + 10,000 invocations $0.002; 1 M SQS FIFO requests $0.50; 0.55 GB of logs $0.28.
     tally = Tally(
         operations={
             "dynamodb.TransactWriteItems": OperationTally(requests=1, wru=28_000_000, rru=3_000_000),
@@ -26,11 +26,11 @@ def test_the_million_page_run_of_docs_costs_prices_as_the_doc_says() -> None:
     assert cost.dynamodb_reads == pytest.approx(0.375)
     assert cost.s3_put_class == pytest.approx(5.00)
     assert cost.s3_get_class == pytest.approx(0.40)
-    assert cost.sqs == pytest.approx(0.40)
+    assert cost.sqs == pytest.approx(0.50)
     assert cost.lambda_compute == pytest.approx(0.2667, abs=1e-4)
     assert cost.lambda_requests == pytest.approx(0.002)
     assert cost.logs == pytest.approx(0.2686, abs=1e-4)
-    assert cost.total == pytest.approx(24.21, abs=0.01)
+    assert cost.total == pytest.approx(24.31, abs=0.01)
     assert json.loads(json.dumps(cost.as_dict()))["total"] == cost.total
 
 

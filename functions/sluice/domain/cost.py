@@ -30,8 +30,8 @@ class PriceList:
     """PUT, COPY, POST and LIST requests (S3 Standard)."""
     s3_per_thousand_get: float = 0.0004
     """GET, SELECT and all other requests (S3 Standard)."""
-    sqs_per_million: float = 0.40
-    """Standard queue requests, as billed (64 KB chunks)."""
+    sqs_per_million: float = 0.50
+    """FIFO queue requests, as billed (64 KB chunks): the frontier is FIFO (a message group per host)."""
     lambda_per_gb_s: float = 0.0000133334
     """arm64 duration."""
     lambda_per_million_requests: float = 0.20
