@@ -48,6 +48,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.many_hosts
 
 cost: $(STAMP)
 	$(BIN)/python -m bench.cost
