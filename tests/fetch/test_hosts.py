@@ -84,7 +84,7 @@ async def test_a_pause_holds_every_request_of_the_host_and_only_that_host() -> N
 @anyio
 async def test_the_breaker_trips_on_the_share_of_refusals_and_skips_the_rest() -> None:
     gate = HostGate(8, 4, breaker=Breaker(min_answers=5, max_blocked_share=0.5))
-    gate.start_run(RUN, ["a:80"])
+    gate.adopt(RUN, {"a:80": HostState("a:80")})
     for _ in range(10):
         gate.answered("a:80", 200, 0.01)  # counting starts at the first refusal
     for status in (403, 200, 403, 403):
@@ -109,7 +109,7 @@ async def test_the_breaker_trips_on_the_share_of_refusals_and_skips_the_rest() -
 
 def test_a_429_with_retry_after_is_obeyed_not_counted_and_one_without_is_a_refusal() -> None:
     gate = HostGate(8, 4, breaker=Breaker(min_answers=1, max_blocked_share=0.5))
-    gate.start_run(RUN, ["a:80", "b:80"])
+    gate.adopt(RUN, {h: HostState(h) for h in ("a:80", "b:80")})
     gate.answered("a:80", 429, 0.01, retry_after_s=30.0)
     gate.answered("b:80", 429, 0.01)
     states = {s.host: s for s in gate.export(RUN, ["a:80", "b:80"])}
@@ -121,13 +121,13 @@ def test_a_429_with_retry_after_is_obeyed_not_counted_and_one_without_is_a_refus
 @anyio
 async def test_what_is_handed_on_spacing_pause_and_target_and_nothing_when_there_is_nothing() -> None:
     quiet = HostGate(8, 4)
-    quiet.start_run(RUN, ["a:80"])
+    quiet.adopt(RUN, {"a:80": HostState("a:80")})
     async with quiet.slot("a:80"):
         pass
     assert quiet.export(RUN, ["a:80"]) == []  # no delay, no pause, no throttling: no write
 
     spaced = HostGate(8, 4, min_delay_s=5.0)
-    spaced.start_run(RUN, ["a:80"])
+    spaced.adopt(RUN, {"a:80": HostState("a:80")})
     async with spaced.slot("a:80"):
         pass
     [state] = spaced.export(RUN, ["a:80"])

@@ -46,6 +46,18 @@ def group_id(host: str) -> str:
     return "h:" + hashlib.sha256(host.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
+def blocked_reason(host: str, detail: str) -> str:
+    """The skip reason of a URL whose host the breaker paused: the one format :func:`blocked_host` reads."""
+    return f"host {host} blocked: {detail}"
+
+
+def blocked_host(reason: str | None) -> str | None:
+    """The host a skip reason says the breaker paused, if it says so (see :func:`blocked_reason`)."""
+    if not reason or not reason.startswith("host ") or " blocked: " not in reason:
+        return None
+    return reason[5 : reason.index(" blocked: ")]
+
+
 @dataclass(frozen=True, slots=True)
 class RunCounts:
     """One run's answers from one host, as the breaker counts them."""
@@ -85,9 +97,8 @@ class HostState:
         return self.runs.get(run_id, RunCounts())
 
     def with_counts(self, run_id: str, counts: RunCounts) -> HostState:
-        runs = {k: v for k, v in self.runs.items() if k != run_id}
-        kept = dict(sorted(runs.items())[-(RUNS_KEPT - 1) :]) if RUNS_KEPT > 1 else {}
-        return replace(self, runs={**kept, run_id: counts})
+        others = sorted((k, v) for k, v in self.runs.items() if k != run_id)  # run ids sort by start time
+        return replace(self, runs={**dict(others[-(RUNS_KEPT - 1) :]), run_id: counts})
 
     def worth_keeping(self, now: float | None = None) -> bool:
         """False when the state says nothing a fresh start would not: then it is not written."""

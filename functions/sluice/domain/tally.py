@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from sluice.domain.hosts import blocked_host
 from sluice.domain.pages import UrlEntry
 from sluice.domain.verdict import RunCounts
 
@@ -48,13 +49,6 @@ class BoundedCounter:
 
 MAX_BLOCKED_HOSTS = 50
 """Blocked hosts a summary names (a broad crawl that meets more has a bigger problem than the list)."""
-
-
-def blocked_host(reason: str | None) -> str | None:
-    """The host a skip reason says the breaker blocked (``host H blocked: ...``), if it says so."""
-    if not reason or not reason.startswith("host ") or " blocked: " not in reason:
-        return None
-    return reason[5 : reason.index(" blocked: ")]
 
 
 @dataclass(slots=True)

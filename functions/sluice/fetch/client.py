@@ -300,9 +300,9 @@ class PageFetcher:
                 sent = time.monotonic()
                 reply = await wire.send(target, headers)
                 self.gate.touch(domain)
-                self._answered(domain, reply, time.monotonic() - sent)
+                after = self._answered(domain, reply, time.monotonic() - sent)
                 try:
-                    return await self._read(target, reply, robots_mode)
+                    return await self._read(target, reply, robots_mode, after)
                 finally:
                     await reply.aclose()
         except TimeoutError as exc:
@@ -312,15 +312,19 @@ class PageFetcher:
         finally:
             stats.in_flight -= 1
 
-    def _answered(self, host: str, reply: Reply, latency_s: float) -> None:
-        """Tell the gate what the host answered and how fast (the throttle and the breaker live on it)."""
+    def _answered(self, host: str, reply: Reply, latency_s: float) -> float | None:
+        """Tell the gate what the host answered and how fast (the throttle and the breaker live on it);
+        the answer's Retry-After, if it is one that can carry it."""
         after = None
-        if reply.status in (429, 503):
-            value = next((v for k, v in reply.raw_headers if k.lower() == b"retry-after"), None)
-            after = parse_retry_after(value.decode("latin-1") if value is not None else None, time.time())
-        self.gate.answered(host, reply.status, latency_s, retry_after_s=after)
+        if reply.status in (429, 503) or self.rules.should_retry(reply.status):
+            values = [v for k, v in reply.raw_headers if k.lower() == b"retry-after"]  # the last one counts
+            after = parse_retry_after(values[-1].decode("latin-1") if values else None, time.time())
+        self.gate.answered(host, reply.status, latency_s, retry_after_s=after if reply.status in (429, 503) else None)
+        return after
 
-    async def _read(self, target: httpx.URL, reply: Reply, robots_mode: bool) -> _Answer | httpx.URL:
+    async def _read(
+        self, target: httpx.URL, reply: Reply, robots_mode: bool, retry_after_s: float | None
+    ) -> _Answer | httpx.URL:
         status = reply.status
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in reply.raw_headers}
         location = headers.get("location")
@@ -334,8 +338,7 @@ class PageFetcher:
             except httpx.InvalidURL as exc:
                 raise PermanentFetchError(f"bad redirect location {location[:200]!r}") from exc
         if self.rules.should_retry(status):
-            after = parse_retry_after(headers.get("retry-after"), time.time())
-            raise RetryableFetchError(f"http {status}", status=status, retry_after_s=after)
+            raise RetryableFetchError(f"http {status}", status=status, retry_after_s=retry_after_s)
         if not 200 <= status < 300:
             return _Answer(str(target), status, headers, b"")
         cap = ROBOTS_MAX_BYTES if robots_mode else self.politeness.max_body_bytes

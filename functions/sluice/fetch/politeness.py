@@ -12,9 +12,9 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from sluice.domain.hosts import HostState, RunCounts
+from sluice.domain.hosts import HostState, RunCounts, blocked_reason
 from sluice.spec.models import Breaker
 
 from .throttle import Throttle
@@ -62,18 +62,6 @@ class _Host:
         self.blocked_by: str | None = None
         self.state: HostState | None = None
         """What the fleet knew of the host when this fetcher's batch began (None: not a fleet batch)."""
-
-
-@dataclass(frozen=True, slots=True)
-class HostStats:
-    """What one host saw in one fetcher: for logs, the summary and tests."""
-
-    target: int
-    lowest_target: int
-    cuts: int
-    requests: int
-    blocked: int
-    tripped: str | None
 
 
 class HostGate:
@@ -192,8 +180,8 @@ class HostGate:
         counts = state.counts
         if counts.requests >= rules.min_answers and counts.share > rules.max_blocked_share:
             kind = why or "refusals (" + "/".join(str(s) for s in rules.statuses) + ")"
-            reason = (
-                f"host {host} blocked: {kind} on {counts.blocked} of {counts.requests} answers ({counts.share:.0%})"
+            reason = blocked_reason(
+                host, f"{kind} on {counts.blocked} of {counts.requests} answers ({counts.share:.0%})"
             )
             state.counts = replace(counts, tripped=reason)
             state.blocked_by = reason  # waiters see it when the answering request releases its slot
@@ -201,7 +189,8 @@ class HostGate:
     # -- the fleet's memory --------------------------------------------------------------------
 
     def adopt(self, run_id: str, states: Mapping[str, HostState]) -> None:
-        """Take up where the host's last holder left it: its spacing, pause, target and this run's counts."""
+        """Take up where each host's last holder left it: its spacing, pause, target and this run's counts
+        (a host the fleet knows nothing of comes as a fresh ``HostState(host)``)."""
         offset = time.time() - time.monotonic()
         for host, known in states.items():
             state = self._host(host)
@@ -212,14 +201,6 @@ class HostGate:
             counts = known.counts(run_id)
             state.counts = counts
             state.blocked_by = counts.tripped if self.breaker.enabled else None
-
-    def start_run(self, run_id: str, hosts: Iterable[str]) -> None:
-        """Hosts of a batch the fleet knows nothing of: this run's counts start from zero."""
-        for host in hosts:
-            state = self._host(host)
-            state.state = HostState(host)
-            state.counts = RunCounts()
-            state.blocked_by = None
 
     def export(self, run_id: str, hosts: Iterable[str]) -> list[HostState]:
         """The states the next holder of these hosts needs, where they differ from what was read."""
@@ -252,13 +233,6 @@ class HostGate:
         """What the fleet knew of ``host`` when this fetcher's batch of it began."""
         state = self._hosts.get(host)
         return None if state is None else state.state
-
-    def stats(self, host: str) -> HostStats | None:
-        state = self._hosts.get(host)
-        if state is None:
-            return None
-        t = state.throttle
-        return HostStats(t.target, t.lowest, t.cuts, state.counts.requests, state.counts.blocked, state.blocked_by)
 
     def _host(self, host: str) -> _Host:
         state = self._hosts.get(host)

@@ -33,13 +33,10 @@ class Throttle:
     _streak: int = 0
     _cooldown: int = 0
     cuts: int = field(default=0)
-    """Times this throttle lowered the target (for stats and tests)."""
-    lowest: int = 0
-    """The lowest target it reached."""
+    """Times this throttle lowered the target (for logs and tests)."""
 
     def __post_init__(self) -> None:
         self.target = self.cap if not self.target or not self.adaptive else max(1, min(self.cap, self.target))
-        self.lowest = self.target
 
     def on_answer(self, latency_ms: float, status: int) -> None:
         """Fold one answer in (its latency to the first byte of the head, and its status)."""
@@ -74,7 +71,6 @@ class Throttle:
         if new < self.target:
             self.cuts += 1
         self.target = new
-        self.lowest = min(self.lowest, new)
         self._streak = 0
         self._cooldown = self.target
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sluice.domain.hosts import host_key
+from sluice.domain.hosts import HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
     MAX_DIGESTS,
@@ -335,8 +335,7 @@ class _RunBatch:
         if book is None or not hosts:
             return []
         known = await asyncio.to_thread(book.load, hosts)
-        fetcher.gate.start_run(self.run_id, [h for h in hosts if h not in known])
-        fetcher.gate.adopt(self.run_id, known)
+        fetcher.gate.adopt(self.run_id, {h: known.get(h) or HostState(h) for h in hosts})
         return hosts
 
     async def _hand_on_hosts(self, fetcher: PageFetcher, hosts: list[str]) -> None:

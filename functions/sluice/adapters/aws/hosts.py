@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from botocore.exceptions import ClientError
 
@@ -45,7 +46,7 @@ class DynamoHostBook:
         written = 0
         expires = int(time.time()) + self._ttl_s
         for state in states:
-            fresh = HostState.from_json(state.host, {**state.to_json(), "v": state.version + 1})
+            fresh = replace(state, version=state.version + 1)
             condition = "attribute_not_exists(pk)" if state.version == 0 else "v = :v"
             try:
                 self._db.put_item(
