@@ -140,3 +140,24 @@ def test_a_host_turning_to_403_trips_the_breaker_and_the_verdict_names_it(
         [check] = [a for a in verdict["alerts"] if a["check"] == "blocked"]
         assert host in check["message"]
         assert "100%" in check["message"]
+
+
+def test_two_crawls_at_once_the_small_one_is_not_starved(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    """A large crawl of one host and a small one of another, started together: the second fetcher to ask
+    gets the small crawl's host, not more of the large one's backlog (a host is a group, held by one)."""
+    pipeline.configure(urls_per_message=10)
+    with running_demo_site(books=100) as other:
+        large = books_spec(
+            "large", site.base_url, pages=0, urls=[f"/catalogue/page-1.html?copy={n}" for n in range(200)], max_depth=0
+        )
+        large["follow"]["max_pages"] = 200
+        pipeline.spec(large)
+        pipeline.spec(books_spec("small", other.base_url, pages=5, max_depth=0))
+        large_run, small_run = pipeline.start("large"), pipeline.start("small")
+
+        first, second = pipeline.receive(10), pipeline.receive(10)  # two fetchers ask at once
+        pipeline.deliver(first)
+        pipeline.deliver(second)
+
+        assert pipeline.tally("small", small_run).done == 5  # all of it, in the first round
+        assert pipeline.tally("large", large_run).pending >= 100  # while the large crawl has most still to do
