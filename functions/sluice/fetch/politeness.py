@@ -115,17 +115,12 @@ class HostGate:
             try:
                 if state.blocked_by is not None:
                     raise HostBlocked(state.blocked_by)
-                async with state.lock:
-                    # a touch or a pause may move the start on while we sleep, once per request in flight at most
-                    for _ in range(self.per_domain + 2):
-                        wait = max(state.last_start + delay, state.not_before) - time.monotonic()
-                        if wait <= 0:
-                            break
-                        if max_wait_s is not None and wait > max_wait_s:
-                            raise HostPaused(wait)
-                        await asyncio.sleep(wait)
-                    if state.blocked_by is not None:
-                        raise HostBlocked(state.blocked_by)
+                if delay > 0 or state.not_before > time.monotonic():
+                    async with state.lock:  # starts are spaced one at a time
+                        await self._wait_turn(state, delay, max_wait_s)
+                        await self._global.acquire()
+                        state.last_start = time.monotonic()
+                else:  # no spacing and no pause: nothing to serialize on the hot path
                     await self._global.acquire()
                     state.last_start = time.monotonic()
                 self.in_flight += 1
@@ -141,6 +136,18 @@ class HostGate:
                     state.room.notify_all()
         finally:
             state.users -= 1
+
+    async def _wait_turn(self, state: _Host, delay: float, max_wait_s: float | None) -> None:
+        # a touch or a pause may move the start on while we sleep, once per request in flight at most
+        for _ in range(self.per_domain + 2):
+            wait = max(state.last_start + delay, state.not_before) - time.monotonic()
+            if wait <= 0:
+                break
+            if max_wait_s is not None and wait > max_wait_s:
+                raise HostPaused(wait)
+            await asyncio.sleep(wait)
+        if state.blocked_by is not None:
+            raise HostBlocked(state.blocked_by)
 
     def touch(self, host: str) -> None:
         """Note that the request holding a slot of ``host`` has surely reached the server (its answer began)."""
