@@ -65,16 +65,18 @@ def test_a_per_host_cap_of_4_holds_with_8_workers(tmp_path: Path, books_spec: An
 
 @both
 def test_a_min_delay_holds_across_workers(tmp_path: Path, books_spec: Any, emulate: bool) -> None:
-    delay = 0.05
+    delay = 0.2
     with running_demo_site(books=100) as site:
-        data = copies(books_spec, site.base_url, 24, concurrency_per_domain=4, min_delay_seconds=delay)
+        data = copies(books_spec, site.base_url, 12, concurrency_per_domain=4, min_delay_seconds=delay)
         run = crawl(tmp_path, data, emulate=emulate)
-        assert run.summary["pages"]["fetched"] == 24
+        assert run.summary["pages"]["fetched"] == 12
         starts = [r.at for r in site.stats.records() if r.path != "/robots.txt"]
-        assert len(starts) == 24
-        # Request starts as the site saw them, spaced by the delay across batches and workers (to a
-        # millisecond of scheduling: the crawler spaces from the later of its send and the answer).
-        assert site.stats.min_gap_ms_by_host[HOST] >= delay * 1000 - 1
+        assert len(starts) == 12
+        # Request starts as the site saw them, spaced by the delay across batches and workers. The
+        # crawler spaces the moment it admits a request, the site sees it arrive: on a loaded machine
+        # (eight workers' threads on two cores) the two differ by up to tens of milliseconds. A host
+        # handed on without its spacing shows gaps of a batch's write time, far below this.
+        assert site.stats.min_gap_ms_by_host[HOST] >= delay * 1000 - 50
 
 
 @both
