@@ -318,6 +318,7 @@ class _RunBatch:
             extra={
                 **self.log,
                 "messages": len(self.group),
+                "hosts": hosts[:5],
                 "urls": len(owner),
                 "already_done": len(owner) - len(todo),
                 "counted": counted.done,
