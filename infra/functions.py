@@ -87,6 +87,8 @@ class Functions(Construct):
 
         storage.ledger.grant_read_write_data(self.fetcher)  # URL entries, progress shards, the run (read)
         queues.frontier.grant_send_messages(self.fetcher)  # discovered links
+        # Receive, delete and visibility on the frontier come with its event source (below): packing
+        # receives and deletes messages with them too (sluice.pipeline.visit).
         _grant_invoke_by_name(self.fetcher, stack, config.finalizer_function)
         # One part of records per batch written, the run's seed set read.
         _grant_objects(self.fetcher, storage, WORK_PREFIX, ["s3:PutObject", "s3:GetObject"], list_prefix=True)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -106,6 +107,25 @@ def pack(crawl: str, run_id: str, tasks: Sequence[UrlTask], urls_per_message: in
             size += task_bytes
         if chunk:
             yield group, CrawlMessage(crawl=crawl, run_id=run_id, tasks=chunk).model_dump_json()
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedMessage:
+    """The parts of a received queue message a fetcher reads (an SQS record, or what a receive returned)."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> QueuedMessage:
+        return cls(
+            message_id=record["messageId"],
+            receipt_handle=record["receiptHandle"],
+            body=record["body"],
+            receive_count=int(record.get("attributes", {}).get("ApproximateReceiveCount", 1)),
+        )
 
 
 class StartEvent(_Message):

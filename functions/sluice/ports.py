@@ -16,7 +16,7 @@ from sluice.domain.hosts import HostState
 from sluice.domain.pages import PageResult, UrlEntry
 from sluice.domain.runs import Progress, RunLock, RunState
 from sluice.extraction.extract import Record
-from sluice.messages import UrlTask
+from sluice.messages import QueuedMessage, UrlTask
 
 
 class RunLedger(Protocol):
@@ -114,6 +114,17 @@ class WorkQueue(Protocol):
 
     def return_after(self, receipt: str, delay_s: int) -> None:
         """Make a received message visible again after ``delay_s`` seconds (retries, malformed bodies)."""
+        ...
+
+    def receive_more(self, run_id: str, limit: int) -> list[QueuedMessage]:
+        """Up to ``limit`` more messages, of groups nobody holds, for a batch with concurrency to spare.
+
+        The fetcher deletes those it finishes (the event source deletes only its own batch). SQS
+        gives any run's messages; the local queue keeps to ``run_id`` (see its module)."""
+        ...
+
+    def delete(self, receipts: Sequence[str]) -> None:
+        """Delete received messages that are done (those :meth:`receive_more` gave)."""
         ...
 
 

@@ -41,6 +41,8 @@ class Settings(BaseModel):
     allow_loopback: bool = False
     """Only the local runner and tests set this; the stack never does."""
     batch_size: int = Field(default=10, ge=1, le=10_000)
+    pack_receives: int = Field(default=8, ge=0, le=50)
+    """Receives a fetcher may add to a batch of few hosts (``sluice.pipeline.visit._pack``); 0 turns packing off."""
     fetcher_memory_mb: int = Field(default=512, ge=128, le=10_240)
     finalizer_memory_mb: int = Field(default=2048, ge=128, le=10_240)
 
@@ -54,6 +56,7 @@ class Settings(BaseModel):
             allow_loopback=self.allow_loopback,
             urls_per_message=self.urls_per_message,
             batch_size=self.batch_size,
+            pack_receives=self.pack_receives,
             fetcher_memory_mb=self.fetcher_memory_mb,
             finalizer_memory_mb=self.finalizer_memory_mb,
         )

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sluice.adapters.local.queue import SqliteQueue
 from sluice.adapters.local.store import Database
 from sluice.domain.hosts import HostState, RunCounts, host_key
 from sluice.messages import UrlTask, pack
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
 
 RUN = "20261201T000000Z-abcdef"
+HOST = "127.0.0.1"
 
 
 def test_messages_hold_one_host_each_and_carry_its_group() -> None:
@@ -49,3 +55,61 @@ def test_host_state_has_one_writer_a_stale_write_is_dropped(pipeline: Any) -> No
     assert book.save([dataclasses.replace(state, target=2)]) == 0  # read at version 0: someone wrote since
     assert book.save([dataclasses.replace(stored["a:80"], target=2)]) == 1
     assert book.load(["a:80"])["a:80"].target == 2
+
+
+@contextmanager
+def _sites(n: int, **config: Any) -> Iterator[list[RunningDemoSite]]:
+    """``n`` demo sites on 127.0.0.1, each its own host (host:port), each its own queue group."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(running_demo_site(books=100, **config)) for _ in range(n)]
+
+
+def _pages(site: RunningDemoSite) -> int:
+    return sum(r.path != "/robots.txt" for r in site.stats.records())
+
+
+def _broad(pipeline: Any, books_spec: Any, sites: list[RunningDemoSite], per_host: int) -> None:
+    urls = [f"{s.base_url}/catalogue/page-1.html?copy={i}" for s in sites for i in range(per_host)]
+    data = books_spec("broad", sites[0].base_url, pages=0, urls=urls, max_depth=0)
+    data["politeness"] |= {"concurrency": 8, "concurrency_per_domain": 2}  # four hosts' worth
+    pipeline.spec(data)
+
+
+@pytest.mark.parametrize("pack_receives", [8, 0], ids=["packed", "unpacked"])
+def test_a_batch_of_one_host_is_packed_with_other_hosts(
+    pipeline: Any, books_spec: Any, logs: Any, pack_receives: int
+) -> None:
+    """One message of one host delivered: the fetcher receives the other hosts' messages itself, up to the
+    concurrency their caps allow, visits them in the same invocation, and deletes them when done."""
+    pipeline.configure(pack_receives=pack_receives)
+    with _sites(4, latency_ms=20) as sites:
+        _broad(pipeline, books_spec, sites, per_host=6)
+        pipeline.start("broad")
+        delivered = pipeline.receive(1)
+        assert len(delivered) == 1
+        assert pipeline.deliver(delivered) == set()
+        fetched = [_pages(s) for s in sites]
+        if pack_receives:
+            assert fetched == [6, 6, 6, 6]  # four hosts in one invocation...
+            assert pipeline.in_queue() == 0  # ...and what it received itself, it deleted
+            assert max(s.stats.max_in_flight_by_host[HOST] for s in sites) <= 2  # each host under its cap
+            assert [e["hosts"] for e in logs.named("batch packed")] == [4]
+        else:
+            assert sorted(fetched) == [0, 0, 0, 6]
+            assert pipeline.in_queue() == 3
+
+
+def test_a_packed_message_that_fails_comes_back_and_is_not_reported(pipeline: Any, books_spec: Any) -> None:
+    """A packed host answering 503 to every try: its message is returned with a visibility (not deleted),
+    and the invocation's answer names none of the event source's own messages."""
+    pipeline.configure(pack_receives=8)
+    with _sites(1) as good, _sites(1, fail_503_fraction=1.0, faulty_attempts=None) as bad:
+        _broad(pipeline, books_spec, [*good, *bad], per_host=3)
+        pipeline.start("broad")
+        delivered = pipeline.receive(1)
+        assert [json.loads(m.body)["tasks"][0]["url"].startswith(good[0].base_url) for m in delivered] == [True]
+        assert pipeline.deliver(delivered) == set()
+        assert _pages(good[0]) == 3
+        assert _pages(bad[0]) >= 3  # visited in the same invocation, every try refused
+        assert pipeline.in_queue() == 1  # the failed packed message waits for its retry
+        assert len(pipeline.visibility_changes) == 1

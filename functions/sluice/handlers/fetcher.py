@@ -16,8 +16,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers.bootstrap import services
+from sluice.messages import QueuedMessage
 from sluice.observability import logger
-from sluice.pipeline.visit import Container, QueuedMessage, visit_batch
+from sluice.pipeline.visit import Container, visit_batch
 
 _containers = threading.local()
 

@@ -37,6 +37,8 @@ class Tuning:
     """...this many at once: its read buffers stay under ``output_span_bytes x output_readers``."""
     urls_per_message: int = 10
     batch_size: int = 10
+    pack_receives: int = 8
+    """Receives a fetcher may add to a batch whose hosts leave the crawl's concurrency unused (0: none)."""
     fetcher_memory_mb: int = 512
     finalizer_memory_mb: int = 2048
     """What the stack gives the functions: the run's cost estimate prices their time with it."""

@@ -22,9 +22,8 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from sluice.domain.hosts import HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
@@ -49,7 +48,7 @@ from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
-from sluice.messages import CrawlMessage, MalformedMessage, UrlTask, parse_body
+from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import logger
 from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
 from sluice.pipeline.robots import SharedRobots
@@ -61,6 +60,8 @@ IN_PROCESS_WAIT_CAP_S = 5.0
 """Longest backoff a fetcher sleeps through; longer waits go back to the queue as visibility."""
 TIME_MARGIN_S = 20.0
 """A URL not started when the invocation has this little time left goes back to the queue."""
+PACK_MIN_TIME_S = 2 * TIME_MARGIN_S
+"""A batch is packed with more messages only while the invocation has this much time left."""
 RECHECK_S = 60.0
 """After the finalizer found a run not drained, fetchers wait this long before asking again."""
 
@@ -72,25 +73,6 @@ class RetryLater(Exception):
         super().__init__(f"retry in {delay_s:.0f} s: {reason}")
         self.delay_s = delay_s
         self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedMessage:
-    """The parts of an SQS record a fetcher reads."""
-
-    message_id: str
-    receipt_handle: str
-    body: str
-    receive_count: int
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> QueuedMessage:
-        return cls(
-            message_id=record["messageId"],
-            receipt_handle=record["receiptHandle"],
-            body=record["body"],
-            receive_count=int(record.get("attributes", {}).get("ApproximateReceiveCount", 1)),
-        )
 
 
 def visibility_backoff(receive_count: int, retry_after_s: float, rng: random.Random, *, base: float, cap: float) -> int:
@@ -148,14 +130,18 @@ async def visit_batch(
     *,
     time_left: Callable[[], float] = lambda: math.inf,
 ) -> Results:
-    """Visit every message of a batch; per message id, None (done) or the exception that fails it."""
+    """Visit every message of a batch; per message id, None (done) or the exception that fails it.
+
+    A batch of few hosts is packed first (:func:`_pack`): messages it receives itself are visited
+    with the batch, deleted here when done, and left out of the results (the caller answers only
+    for its own)."""
+    own = [(queued, _parse(queued)) for queued in messages]
+    extra = await _pack(own, services, time_left)
     results: Results = {}
     runs: dict[tuple[str, str], list[tuple[QueuedMessage, CrawlMessage]]] = {}
-    for queued in messages:
-        try:
-            message = parse_body(CrawlMessage, queued.body)
-        except MalformedMessage as exc:
-            results[queued.message_id] = await _malformed(services, queued, exc)
+    for queued, message in [*own, *extra]:
+        if isinstance(message, MalformedMessage):
+            results[queued.message_id] = await _malformed(services, queued, message)
             continue
         runs.setdefault((message.crawl, message.run_id), []).append((queued, message))
     for (crawl, run_id), group in runs.items():
@@ -168,7 +154,63 @@ async def visit_batch(
             logger.exception("batch failed", extra={"crawl": crawl, "run_id": run_id})
             for queued, _ in group:
                 results[queued.message_id] = await _return(services, container, queued, 0.0, exc)
+    if extra:
+        done = [queued.receipt_handle for queued, _ in extra if results.pop(queued.message_id, None) is None]
+        try:
+            await asyncio.to_thread(services.queue.delete, done)
+        except Exception as exc:  # counted already: they come back after their visibility and are found done
+            logger.warning("packed messages not deleted", extra={"messages": len(done), "error": repr(exc)})
     return results
+
+
+def _parse(queued: QueuedMessage) -> CrawlMessage | MalformedMessage:
+    try:
+        return parse_body(CrawlMessage, queued.body)
+    except MalformedMessage as exc:
+        return exc
+
+
+Parsed = list[tuple[QueuedMessage, CrawlMessage | MalformedMessage]]
+
+
+async def _pack(batch: Parsed, services: Services, time_left: Callable[[], float]) -> Parsed:
+    """More messages for a batch whose hosts cannot use the crawl's concurrency.
+
+    The queue gives a host to one fetcher at a time and fills a batch from one host first, so a
+    batch often holds one host: at ``concurrency_per_domain`` 8 of ``concurrency`` 32 it would
+    pay for a function running at a quarter of its concurrency. While the batch's hosts x their
+    cap stay under the concurrency, receive more (each receive brings other hosts: those of the
+    batch are held by it), at most ``pack_receives`` times and only with time to visit them.
+    A single-host crawl costs one empty receive per batch."""
+    rounds = services.tuning.pack_receives
+    first = next((m for _, m in batch if isinstance(m, CrawlMessage)), None)
+    if first is None or rounds <= 0 or time_left() < PACK_MIN_TIME_S:
+        return []
+    try:
+        politeness = services.spec(first.crawl).politeness
+    except Exception:  # the batch's own visit says what is wrong with the crawl
+        return []
+    wanted = math.ceil(politeness.concurrency / politeness.concurrency_per_domain)
+    hosts = {host_key(m.tasks[0].url) for _, m in batch if isinstance(m, CrawlMessage)}
+    extra: Parsed = []
+    for _ in range(rounds):
+        if len(hosts) >= wanted or time_left() < PACK_MIN_TIME_S:
+            break
+        try:
+            received = await asyncio.to_thread(services.queue.receive_more, first.run_id, services.tuning.batch_size)
+        except Exception as exc:  # packing is an optimisation: visit the batch as it is
+            logger.warning("packing receive failed", extra={"error": repr(exc)})
+            break
+        if not received:
+            break
+        for queued in received:
+            message = _parse(queued)
+            extra.append((queued, message))
+            if isinstance(message, CrawlMessage):
+                hosts.add(host_key(message.tasks[0].url))
+    if extra:
+        logger.info("batch packed", extra={"messages": len(extra), "hosts": len(hosts), "wanted": wanted})
+    return extra
 
 
 async def _malformed(services: Services, queued: QueuedMessage, exc: MalformedMessage) -> MalformedMessage:

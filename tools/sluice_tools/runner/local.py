@@ -27,13 +27,13 @@ from infra.config import DEFAULT, StackConfig
 from sluice.adapters.local import LocalStore
 from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
-from sluice.messages import StartEvent
+from sluice.messages import QueuedMessage, StartEvent
 from sluice.observability import logger
 from sluice.pipeline.finalize import finalize_run, revive_waiting
 from sluice.pipeline.seedfile import upload_seed_file
 from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import StartFailed, start_run
-from sluice.pipeline.visit import Container, QueuedMessage, visit_batch
+from sluice.pipeline.visit import Container, visit_batch
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 

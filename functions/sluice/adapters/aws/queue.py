@@ -19,13 +19,14 @@ from threading import Lock
 from uuid import uuid4
 
 from sluice.adapters.aws.clients import client
-from sluice.messages import UrlTask, pack
+from sluice.messages import QueuedMessage, UrlTask, pack
 
 BATCH_ENTRIES = 10
 """SendMessageBatch takes at most 10 entries..."""
 BATCH_BYTES = 256 * 1024
 """...and 256 KB in all."""
 _RESENDS = 5
+_RECEIVES = "ApproximateReceiveCount"
 
 
 class QueueError(Exception):
@@ -106,3 +107,26 @@ class SqsQueue:
 
     def return_after(self, receipt: str, delay_s: int) -> None:
         self._sqs.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=receipt, VisibilityTimeout=delay_s)
+
+    def receive_more(self, run_id: str, limit: int) -> list[QueuedMessage]:
+        """Up to ``limit`` (at most 10) messages of groups nobody holds: SQS cannot keep to one run, nor need it."""
+        answer = self._sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=max(1, min(BATCH_ENTRIES, limit)),
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=[_RECEIVES],
+        )
+        return [
+            QueuedMessage(m["MessageId"], m["ReceiptHandle"], m["Body"], int(m["Attributes"][_RECEIVES]))
+            for m in answer.get("Messages") or []
+        ]
+
+    def delete(self, receipts: Sequence[str]) -> None:
+        """Delete done messages, ten to a request; one SQS would not delete comes back after its visibility."""
+        for start in range(0, len(receipts), BATCH_ENTRIES):
+            chunk = receipts[start : start + BATCH_ENTRIES]
+            answer = self._sqs.delete_message_batch(
+                QueueUrl=self.queue_url, Entries=[{"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(chunk)]
+            )
+            if answer.get("Failed"):
+                raise QueueError(f"SQS did not delete {len(answer['Failed'])} message(s): {answer['Failed'][0]}")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sluice.adapters.local.store import Database
-from sluice.messages import UrlTask, pack
+from sluice.messages import QueuedMessage, UrlTask, pack
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +40,14 @@ class QueueDepth:
 class SqliteQueue:
     """:class:`sluice.ports.WorkQueue` on SQLite, plus what the local runner plays the event source with."""
 
-    def __init__(self, db: Database, *, urls_per_message: int = 10, max_receive_count: int = 5) -> None:
+    def __init__(
+        self, db: Database, *, urls_per_message: int = 10, max_receive_count: int = 5, visibility_s: float = 900.0
+    ) -> None:
         self._db = db
         self.urls_per_message = urls_per_message
         self.max_receive_count = max_receive_count
+        self.visibility_s = visibility_s
+        """What a message received by a fetcher's :meth:`receive_more` stays hidden for (as the runner's own)."""
 
     def send(self, crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
         return self.send_messages(run_id, list(pack(crawl, run_id, tasks, self.urls_per_message)))
@@ -118,6 +122,12 @@ class SqliteQueue:
             if len(picked) >= limit:
                 break
         return picked
+
+    def receive_more(self, run_id: str, limit: int) -> list[QueuedMessage]:
+        return [
+            QueuedMessage(r.message_id, r.receipt, r.body, r.receive_count)
+            for r in self.receive(run_id, limit, self.visibility_s)
+        ]
 
     def delete(self, receipts: Sequence[str]) -> None:
         with self._db.transaction() as db:
