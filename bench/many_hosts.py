@@ -20,11 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
+from infra.config import DEFAULT
 
 from sluice.spec import parse_spec
 from sluice_tools.demosite.catalogue import Catalogue
@@ -127,9 +129,12 @@ def _urls(bases: list[str], pages: int) -> list[str]:
     return [f"{b}/catalogue/page-{1 + n % 5}.html?copy={n}" for b in bases for n in range(pages)]
 
 
-def _row(who: str, fetched: int, elapsed: float, ideal: float, stats: dict[str, Any]) -> dict[str, Any]:
+def _row(
+    who: str, fetched: int, elapsed: float, ideal: float, stats: dict[str, Any], hosts_a_batch: float | None = None
+) -> dict[str, Any]:
     return {
         "client": who,
+        "hosts_a_batch": hosts_a_batch,
         "fetched": fetched,
         "seconds": round(elapsed, 2),
         "pages_per_s": round(fetched / elapsed, 1),
@@ -154,25 +159,37 @@ def measure_scrapy(hosts: int, cap: int, pages: int, latency_ms: float) -> dict[
     return _row("scrapy", result["ok"], result["seconds"], hosts * cap / (latency_ms / 1000), sites.close())
 
 
-def measure(hosts: int, cap: int, pages: int, latency_ms: float, workers: int) -> dict[str, Any]:
+def _hosts_a_batch(logs: Path) -> float:
+    """The mean number of hosts a batch held (what one invocation's concurrency had to work with)."""
+    counts = []
+    for line in logs.read_text(encoding="utf-8").splitlines():
+        if line.startswith("{") and '"batch done"' in line:
+            counts.append(json.loads(line).get("host_count", 0))
+    return round(sum(counts) / max(1, len(counts)), 1)
+
+
+def measure(hosts: int, cap: int, pages: int, latency_ms: float, workers: int, *, pack: bool = True) -> dict[str, Any]:
     sites = Sites(hosts, latency_ms)
     data = _spec(_urls(sites.bases, pages), cap)
     with tempfile.TemporaryDirectory() as folder:
         crawls = Path(folder) / "crawls"
         crawls.mkdir()
         (crawls / "many-hosts.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
-        fleet = LocalFleet(crawls, Path(folder) / "state", workers=workers, allow_loopback=True)
+        config = DEFAULT if pack else replace(DEFAULT, pack_receives=0)
+        fleet = LocalFleet(crawls, Path(folder) / "state", workers=workers, allow_loopback=True, config=config)
         started = time.perf_counter()
         run = fleet.run(parse_spec(data))
         elapsed = time.perf_counter() - started
+        per_batch = _hosts_a_batch(Path(run.outputs["logs"]))
     ideal = hosts * cap / (latency_ms / 1000)
-    return _row(f"sluice run, {workers} workers", run.summary["pages"]["fetched"], elapsed, ideal, sites.close())
+    who = f"sluice run, {workers} workers" + ("" if pack else ", packing off")
+    return _row(who, run.summary["pages"]["fetched"], elapsed, ideal, sites.close(), per_batch)
 
 
 def write_doc(results: list[dict[str, Any]], setup: dict[str, Any], command: str) -> None:
     rows = "".join(
         f"| {x['client']} | {x['fetched']} | {x['seconds']} | {x['pages_per_s']} | {x['of_ideal']:.0%} | "
-        f"{x['worst_host_concurrency']} |\n"
+        f"{x['worst_host_concurrency']} | {x['hosts_a_batch'] if x['hosts_a_batch'] is not None else '-'} |\n"
         for x in results
     )
     body = (
@@ -183,14 +200,16 @@ def write_doc(results: list[dict[str, Any]], setup: dict[str, Any], command: str
         f"{setup['ideal_pages_per_s']:g} pages/s. Scrapy is the peer doing the same fetches and parses in one "
         "process with the same per-host cap (`CONCURRENT_REQUESTS_PER_DOMAIN`); Sluice also writes each "
         "page's result, records and host state.\n\n"
-        "| client | pages | seconds | pages/s | of ideal | most requests one host had in flight |\n"
-        "|---|---|---|---|---|---|\n"
+        "| client | pages | seconds | pages/s | of ideal | most requests one host had in flight | hosts a batch |\n"
+        "|---|---|---|---|---|---|---|\n"
         f"{rows}\n"
         "Each host is one queue group held by one worker at a time, so no host ever sees more than its "
-        "cap. What keeps `sluice run` from the ideal: a worker holds only the hosts of its batch (SQS, and "
-        "the local queue with it, fills a batch from one group first), so fewer workers than hosts leave "
-        "hosts idle; and a batch ends with its slowest host. More workers (Lambda scales a FIFO source to "
-        "its busy groups) close the first gap.\n"
+        "cap. A worker whose batch holds too few hosts for its concurrency packs in more (docs/architecture.md, "
+        "Packing): *hosts a batch* is what one invocation had to work with, and on AWS, where an invocation "
+        "is billed while it waits, its Lambda seconds per page are about latency / (hosts a batch x cap). "
+        "What keeps `sluice run` from the ideal: its workers share one event loop, so the machine's CPU per "
+        "page (fetch, parse, write) caps it; a host's messages held by one batch wait for the batch's end; "
+        "and a batch ends with its slowest host.\n"
     )
     peer = next((x for x in results if x["client"] == "scrapy"), None)
     if peer is not None and peer["worst_host_concurrency"] > setup["cap"]:
@@ -227,6 +246,7 @@ def main() -> None:
         _scrapy(args.scrapy, args.cap)
         return
     results = [measure(args.hosts, args.cap, args.pages, args.latency_ms, w) for w in args.workers]
+    results.append(measure(args.hosts, args.cap, args.pages, args.latency_ms, min(args.workers), pack=False))
     results.append(measure_scrapy(args.hosts, args.cap, args.pages, args.latency_ms))
     setup = {
         "hosts": args.hosts,

@@ -44,6 +44,8 @@ class StackConfig:
     # limits do not depend on it: a host is one queue group, held by one fetcher at a time.
     batch_size: int = 10
     fetcher_max_concurrency: int = 20
+    pack_receives: int = 8
+    """A fetcher whose batch holds too few hosts for its concurrency receives more, at most this often."""
     # Visibility timeout is 6x the fetcher's timeout (AWS's advice for SQS event sources): a batch
     # still being retried by the poller must not become visible to a second fetcher.
     visibility_timeout_factor: int = 6
@@ -100,6 +102,7 @@ class StackConfig:
             "run_deadline_hours": self.run_deadline_hours,
             "claim_ttl_days": self.claim_ttl_days,
             "batch_size": self.batch_size,
+            "pack_receives": self.pack_receives,
             "fetcher_memory_mb": self.fetcher.memory_mb,
             "finalizer_memory_mb": self.finalizer.memory_mb,
         }

@@ -361,6 +361,7 @@ class _RunBatch:
                 **self.log,
                 "messages": len(self.group),
                 "hosts": hosts[:5],
+                "host_count": len(hosts),
                 "urls": len(owner),
                 "already_done": len(owner) - len(todo),
                 "counted": counted.done,

@@ -86,6 +86,7 @@ class LocalFleet:
             output_readers=2,
             urls_per_message=config.urls_per_message,
             batch_size=config.batch_size,
+            pack_receives=config.pack_receives,
             fetcher_memory_mb=config.fetcher.memory_mb,
             finalizer_memory_mb=config.finalizer.memory_mb,
         )
