@@ -1,0 +1,52 @@
+"""The columns of a crawl's records as a query engine sees them: Athena's Glue table, DuckDB locally.
+
+One source for both, so a query written against ``sluice query`` runs on Athena unchanged: the
+provenance columns every record line carries (``_key``, ``_page``), then the spec's fields in
+order, typed by the step that makes their value last (``int`` a bigint, ``number`` and ``price``
+a double, anything else a string; ``many`` an array of that), then the partitions the output
+layout gives (``crawl``, ``run``: ``runs/crawl=NAME/run=ID/records/``). Types are Hive's, the
+names Athena uses; :meth:`Column.duckdb` gives DuckDB's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sluice.spec.models import CrawlSpec, ExtractField
+
+_NUMERIC = {"int": "bigint", "number": "double", "price": "double"}
+_DUCKDB = {"string": "VARCHAR", "bigint": "BIGINT", "double": "DOUBLE"}
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str
+    """Hive / Athena: ``string``, ``bigint``, ``double``, or ``array<...>`` of one."""
+
+    @property
+    def duckdb(self) -> str:
+        if self.type.startswith("array<"):
+            return _DUCKDB[self.type[6:-1]] + "[]"
+        return _DUCKDB[self.type]
+
+
+PROVENANCE = (Column("_key", "string"), Column("_page", "string"))
+PARTITIONS = (Column("crawl", "string"), Column("run", "string"))
+
+
+def table_name(crawl: str) -> str:
+    """A crawl's table: its name with ``-`` as ``_`` (``demo-books`` is ``demo_books``)."""
+    return crawl.replace("-", "_")
+
+
+def field_type(field: ExtractField) -> str:
+    kind = "string"
+    for step in field.process:
+        kind = _NUMERIC.get(step, "string") if isinstance(step, str) else "string"
+    return f"array<{kind}>" if field.many else kind
+
+
+def record_columns(spec: CrawlSpec) -> list[Column]:
+    """A record line's columns, provenance first (partitions not included: see :data:`PARTITIONS`)."""
+    return [*PROVENANCE, *(Column(name.lower(), field_type(f)) for name, f in spec.extract.fields.items())]
