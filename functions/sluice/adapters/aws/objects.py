@@ -12,14 +12,17 @@ from sluice.adapters.aws.clients import client
 PART_BYTES = 16 * 1024 * 1024
 """Multipart upload parts: S3 wants at least 5 MiB but the last; memory stays bounded either way."""
 _MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+_DENIED = frozenset({"AccessDenied", "403", "Forbidden"})
 
 
 class S3Objects:
     """:class:`sluice.ports.ObjectStore` on one bucket.
 
     A missing key reads as None. S3 answers a missing key with 404 only to a role that may list
-    the bucket (without ``s3:ListBucket`` it is 403 AccessDenied): the stack grants listing on
-    the prefixes each function reads, and a 403 here is an error, never "missing".
+    the bucket; to one that may not it is 403 AccessDenied. The stack grants each function listing
+    only on the prefixes it reads (an ``s3:prefix`` condition, which a GET does not carry), so a 403
+    is asked again as a listing of that one key: absent, it is missing; present (or the listing
+    refused too), the 403 is a real refusal and is raised.
     """
 
     def __init__(self, bucket: str) -> None:
@@ -42,7 +45,7 @@ class S3Objects:
         try:
             body: bytes = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _MISSING:
+            if self._missing(key, exc):
                 return None
             raise
         return body
@@ -51,10 +54,23 @@ class S3Objects:
         try:
             head = self._s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _MISSING:
+            if self._missing(key, exc):
                 return None
             raise
         return int(head["ContentLength"])
+
+    def _missing(self, key: str, exc: ClientError) -> bool:
+        """Whether a refused read means the key is not there (see the class doc)."""
+        code = exc.response.get("Error", {}).get("Code")
+        if code in _MISSING:
+            return True
+        if code not in _DENIED:
+            return False
+        try:
+            listed = self._s3.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=1)
+        except ClientError:
+            return False  # no listing either: the refusal stands
+        return not any(entry["Key"] == key for entry in listed.get("Contents", []))
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
         if length <= 0:

@@ -1,0 +1,180 @@
+"""Least privilege, proven: whole runs on moto with IAM enforced, each function holding only its role's grants.
+
+Each function's role policy comes from the synthesized template (``tools/sluice_tools/emulate/grants.py``);
+the scheduler, the fetchers (and the event source mapping, which polls with the fetcher's role) and
+the finalizer each call AWS as an IAM user with exactly that policy. A first run and a nightly run
+(conditional requests, carried records, the catalog) against the demo site on 127.0.0.1: any call a
+function makes that its role does not allow fails as AccessDenied and fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import yaml
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import ClientError
+from infra.config import DEFAULT
+from moto import mock_aws
+
+from sluice.adapters.aws.clients import client
+from sluice.domain.layout import summary_key
+from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
+from sluice.pipeline.services import load_crawl
+from sluice.settings import Settings
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
+from sluice_tools.emulate import grants
+from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.resources import create_resources, fake_credentials
+from sluice_tools.emulate.runner import sqs_record
+
+CRAWL = "granted"
+MAX_BATCHES = 100
+ADMIN = "operator"
+EVERYTHING = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _spec(base_url: str) -> dict[str, Any]:
+    return {
+        "name": CRAWL,
+        "seeds": {"template": f"{base_url}/catalogue/page-{{n}}.html", "range": {"start": 1, "stop": 3}},
+        "follow": {"selectors": ["li.next a"], "max_depth": 1, "max_pages": 50},
+        "extract": {
+            "item": "article.product_pod",
+            "fields": {
+                "title": {"selector": "h3 a::attr(title)", "required": True},
+                "url": {"selector": "h3 a::attr(href)", "process": ["strip", "absolute_url"], "required": True},
+                "price": {"selector": "p.price_color::text", "process": ["strip", "price"]},
+            },
+            "key": ["url"],
+        },
+        "politeness": {"concurrency": 8, "timeout_seconds": 5},
+    }
+
+
+class GrantedStack:
+    """The stack's resources on moto, each function's role as an IAM user, calls enforced."""
+
+    def __init__(self, settings: Settings, keys: dict[str, grants.Keys], policies: dict[str, Any]) -> None:
+        self.settings, self.keys = settings, keys
+        self.tables = {name: grants.TableCheck(document) for name, document in policies.items()}
+        self.finalize_requests: list[dict[str, object]] = []
+
+    def as_function(self, function: str, call: Callable[[], Any]) -> Any:
+        """``call`` with the function's keys and services built on them (a cold start with that role)."""
+        name = DEFAULT.name(function)
+        with grants.acting_as(self.keys[name], self.tables[name]):
+            bootstrap.install(
+                bootstrap.aws_services(
+                    self.settings, finalize_later=self.finalize_requests.append, continue_start=lambda _: None
+                )
+            )
+            try:
+                return call()
+            finally:
+                fetcher.close_container()
+                bootstrap.reset()
+
+    def run(self) -> dict[str, Any]:
+        answer = self.as_function("scheduler", lambda: scheduler.handler({"crawl": CRAWL}, _context("scheduler")))
+        assert answer["complete"] is True, answer
+        for _ in range(MAX_BATCHES):
+            if not self.as_function("fetcher", self._one_batch):
+                break
+        else:
+            raise AssertionError(f"queue not drained in {MAX_BATCHES} batches")
+        for _ in range(MAX_BATCHES):
+            if not self.finalize_requests:
+                break
+            request = self.finalize_requests.pop(0)
+            self.as_function("finalizer", lambda r=request: finalizer.handler(r, _context("finalizer")))  # type: ignore[misc]
+        with grants.acting_as(self.keys[ADMIN]):  # the test reads as an operator, not as a function
+            raw = client("s3").get_object(Bucket=self.settings.bucket, Key=summary_key(CRAWL, answer["run_id"]))
+            summary: dict[str, Any] = json.loads(raw["Body"].read())
+        return summary
+
+    def _one_batch(self) -> bool:
+        """The event source mapping's poll (it uses the fetcher's role), one invocation, its deletes."""
+        sqs = client("sqs")
+        url = self.settings.queue_url
+        received = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], WaitTimeSeconds=0
+        ).get("Messages", [])
+        if not received:
+            return False
+        answer = fetcher.handler({"Records": [sqs_record(m, url) for m in received]}, _context("fetcher"))
+        failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
+        done = [m for m in received if m["MessageId"] not in failed]
+        if done:
+            sqs.delete_message_batch(
+                QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
+            )
+        return True
+
+
+def _context(function: str) -> LambdaContext:
+    return cast(LambdaContext, LocalContext(function_name=DEFAULT.name(function), timeout_s=120))
+
+
+@pytest.fixture
+def granted(resources: dict[str, Any], tmp_path: Path, site: RunningDemoSite) -> Iterator[GrantedStack]:
+    specs = tmp_path / "crawls"
+    specs.mkdir()
+    (specs / f"{CRAWL}.yaml").write_text(yaml.safe_dump(_spec(site.base_url)), encoding="utf-8")
+    load_crawl.cache_clear()
+    with mock_aws():
+        fake_credentials()
+        settings = create_resources(DEFAULT, specs, allow_loopback=True)
+        policies = grants.function_policies(resources, settings.bucket)
+        keys = grants.create_users({**policies, ADMIN: EVERYTHING})
+        with grants.enforced():
+            yield GrantedStack(settings, keys, policies)
+        bootstrap.reset()
+    load_crawl.cache_clear()
+
+
+@pytest.fixture
+def site() -> Iterator[RunningDemoSite]:
+    with running_demo_site(books=60) as running:
+        yield running
+
+
+def test_enforcement_is_on_a_call_outside_the_role_is_denied(granted: GrantedStack) -> None:
+    """The check can fail: the scheduler's role may not delete from the queue, and moto says so."""
+
+    def delete_from_queue() -> None:
+        client("sqs").purge_queue(QueueUrl=granted.settings.queue_url)
+
+    with pytest.raises(ClientError) as denied:
+        granted.as_function("scheduler", delete_from_queue)
+    error = denied.value.response["Error"]
+    assert error["Code"] in {"AccessDenied", "AccessDeniedException", "403"}, error
+    assert "PurgeQueue" in str(denied.value) or "not authorized" in str(denied.value).lower(), error
+
+
+def test_a_table_the_role_does_not_name_is_refused(granted: GrantedStack) -> None:
+    """DynamoDB's resources are checked on the client side: the scheduler may not write the records table."""
+
+    def write_records() -> None:
+        client("dynamodb").put_item(TableName=DEFAULT.records_table, Item={"pk": {"S": "x"}, "sk": {"S": "y"}})
+
+    with pytest.raises(PermissionError, match="records"):
+        granted.as_function("scheduler", write_records)
+
+
+def test_a_first_and_a_nightly_run_need_nothing_the_roles_do_not_grant(granted: GrantedStack) -> None:
+    first = granted.run()
+    assert first["status"] == "finished"
+    assert first["pages"]["fetched"] == 3
+    assert first["records"]["total"] == 60
+    nightly = granted.run()  # conditional requests, records carried from the first run's output
+    assert nightly["pages"]["not_modified"] == 3
+    assert nightly["records"]["total"] == 60
+    assert nightly["verdict"]["healthy"] is True
+    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
