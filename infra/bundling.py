@@ -127,6 +127,18 @@ _UNUSED = (
 )  # fmt: skip
 
 
+# What the Lambda Python runtime ships (boto3 and its dependencies): aws-xray-sdk asks for botocore,
+# which would bring 25 MB and a second botocore ahead of the runtime's on the path.
+_BOTH = ("", "-*.dist-info")
+_RUNTIME = (
+    *(f"{name}{tail}" for name in ("boto3", "botocore", "s3transfer", "jmespath", "urllib3") for tail in _BOTH),
+    "dateutil",
+    "python_dateutil-*.dist-info",
+    "six.py",
+    "six-*.dist-info",
+)
+
+
 def layer_size(folder: Path) -> int:
     """Bytes unzipped, as Lambda counts them against its 250 MB limit."""
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
@@ -137,8 +149,12 @@ def _slim(target: Path) -> None:
     for pattern in _NOT_NEEDED:
         for path in target.rglob(pattern):
             path.unlink()
-    for folder in [*target.rglob("__pycache__"), target / "bin", *(target / name for name in _UNUSED)]:
-        shutil.rmtree(folder, ignore_errors=True)
+    runtime = [path for name in _RUNTIME for path in target.glob(name)]
+    for folder in [*target.rglob("__pycache__"), target / "bin", *(target / name for name in _UNUSED), *runtime]:
+        if folder.is_file():
+            folder.unlink()
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
     stripper = shutil.which("llvm-strip")
     if stripper is None:
         return  # same code, larger layer

@@ -98,7 +98,7 @@ def report(rounds: int = 5) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         target = work / "arm" / "python"
-        build_layer(target, "manylinux2014_aarch64", version)
+        build_layer(target, wheel_platforms("aarch64"), version)
         sizes = {
             "unzipped_mb": round(layer_size(target.parent) / 1e6, 1),
             "zipped_mb": round(zipped_size(target.parent) / 1e6, 1),

@@ -8,16 +8,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers.bootstrap import services
 from sluice.messages import FinalizeEvent, parse_body
-from sluice.observability import logger
+from sluice.observability import annotate, logger, tracer
 from sluice.pipeline.finalize import finalize_run, sweep
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A scheduled sweep arrives as an EventBridge event with its own fields; only our keys matter.
     request = parse_body(FinalizeEvent, event if "crawl" in event or "run_id" in event else {})
     if request.crawl and request.run_id:
         logger.append_keys(crawl=request.crawl, run_id=request.run_id)
+        annotate(crawl=request.crawl, run_id=request.run_id)
         done = finalize_run(request.crawl, request.run_id, services())
         results = [done] if done else []
     else:

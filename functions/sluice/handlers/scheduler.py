@@ -9,16 +9,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers.bootstrap import services
 from sluice.messages import StartEvent, parse_body
-from sluice.observability import logger
+from sluice.observability import annotate, logger, tracer
 from sluice.pipeline.start import StartFailed, start_run
 
 SAFETY_MARGIN_MS = 60_000
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     start = parse_body(StartEvent, event)
     logger.append_keys(crawl=start.crawl)
+    annotate(crawl=start.crawl)
     try:
         result = start_run(
             start, services(), time_left=lambda: (context.get_remaining_time_in_millis() - SAFETY_MARGIN_MS) / 1000
@@ -26,5 +28,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except StartFailed as exc:
         # Answered, not raised: a retry would open another run only to fail the same way. The closed
         # run's summary and verdict say what happened, and its alarms fire.
+        annotate(run_id=exc.run_id)
         return {"crawl": start.crawl, "run_id": exc.run_id, "failed": str(exc)}
+    annotate(run_id=result.run_id)
     return asdict(result)

@@ -49,7 +49,7 @@ from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
-from sluice.observability import logger
+from sluice.observability import annotate, logger, traced
 from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
@@ -136,7 +136,8 @@ async def visit_batch(
     with the batch, deleted here when done, and left out of the results (the caller answers only
     for its own)."""
     own = [(queued, _parse(queued)) for queued in messages]
-    extra = await _pack(own, services, time_left)
+    with traced("pack"):
+        extra = await _pack(own, services, time_left)
     results: Results = {}
     runs: dict[tuple[str, str], list[tuple[QueuedMessage, CrawlMessage]]] = {}
     for queued, message in [*own, *extra]:
@@ -279,6 +280,7 @@ class _RunBatch:
 
     async def visit(self) -> Results:
         services = self.services
+        annotate(crawl=self.crawl, run_id=self.run_id)  # a batch of several runs keeps the last one's
         run = await asyncio.to_thread(services.ledger.get_run, self.crawl, self.run_id)
         if run is None:
             raise MalformedMessage(f"run {self.run_id} of crawl {self.crawl!r} does not exist")
@@ -326,9 +328,11 @@ class _RunBatch:
 
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
         # others in flight on an event loop that stops (and is frozen) when the handler returns.
-        outcomes = await asyncio.gather(*(one(t, q) for _, q, t in todo), return_exceptions=True)
+        with traced("fetch pages", urls=len(todo), hosts=len(hosts)):
+            outcomes = await asyncio.gather(*(one(t, q) for _, q, t in todo), return_exceptions=True)
         visits = [o for o in outcomes if isinstance(o, _Visit)]
-        counted = await asyncio.to_thread(self._write, run, spec, visits)
+        with traced("write batch", pages=len(visits)):
+            counted = await asyncio.to_thread(self._write, run, spec, visits)
         await self._hand_on_hosts(fetcher, hosts)
         failed_by: dict[str, tuple[float, list[str]]] = {}
         crashed: dict[str, BaseException] = {}
