@@ -1,4 +1,4 @@
-"""The ``sluice`` command: validate specs, serve the demo site, crawl locally."""
+"""The ``sluice`` command: validate specs, serve the demo site, crawl locally, and operate runs (``ops/``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sluice.domain.runs import RunInFlight
 from sluice.spec import SpecError, load_spec
+from sluice_tools.ops.commands import add_commands
 
 DEMO_SPEC = Path("crawls/demo-books.yaml")
 
@@ -203,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=0, help="demo site port (default: any free one)")
     demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")
     demo.set_defaults(run=_demo)
+
+    add_commands(commands)  # query, runs, show, logs, redrive
     return parser
 
 
