@@ -7,6 +7,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,11 @@ class LocalCrawls:
         load_crawl.cache_clear()
         return path
 
+    def shrink(self, pages: int, crawl: str = "demo-books") -> None:
+        """The crawl's seeds cut to its first ``pages`` listing pages (20 books each)."""
+        path = self.specs / f"{crawl}.yaml"
+        self.add_spec(crawl, path.read_text(encoding="utf-8").replace("stop: 50}", f"stop: {pages}}}"))
+
     def run(self, crawl: str = "demo-books") -> dict[str, Any]:
         """One `sluice run --json` of the crawl; its JSON result (the run's summary in short)."""
         spec = self.specs / f"{crawl}.yaml"
@@ -112,8 +118,8 @@ def local(tmp_path: Path, site: RunningDemoSite, sluice: Cli) -> Iterator[LocalC
     load_crawl.cache_clear()
 
 
-@pytest.fixture
-def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+@contextmanager
+def aws_stage(specs: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
     """The stack's queues, tables and bucket on moto (stage dev, as `--stage` finds it), with fake credentials."""
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         monkeypatch.delenv(name)
@@ -122,12 +128,16 @@ def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
     with mock_aws():
         fake_credentials()
         try:
-            yield create_resources(DEFAULT, tmp_path / "crawls", allow_loopback=True)
+            yield create_resources(DEFAULT, specs, allow_loopback=True)
         finally:
             clients.reset()
             load_crawl.cache_clear()
 
 
+@pytest.fixture
+def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    with aws_stage(tmp_path / "crawls", monkeypatch) as settings:
+        yield settings
 
 
 def record_lines(folder: Path) -> list[dict[str, Any]]:

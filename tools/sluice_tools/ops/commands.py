@@ -1,18 +1,30 @@
-"""The operating commands' arguments and what each prints: `sluice query`.
+"""The operating commands' arguments and what each prints: `sluice query`, `runs`, `show`, `logs`, `redrive`.
 
-Each reads the local state folder (``--state``, as `sluice run` has it). Exit status 2: refused.
+Each reads the local state folder (``--state``, as `sluice run` has it) or, with ``--stage``, the
+deployed stack your AWS settings point at. Exit status 2: refused, or nothing by that name.
 The work is in the modules beside this one; they are imported when their command runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 STATE = ".sluice"
 SPECS = "crawls"
+
+
+def _count(most: int) -> Any:
+    def parse(text: str) -> int:
+        value = int(text)
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(f"between 1 and {most}")
+        return value
+
+    return parse
 
 
 def _fail(command: str, message: object) -> int:
@@ -35,6 +47,53 @@ def query(args: argparse.Namespace) -> int:
     return 0
 
 
+def runs(args: argparse.Namespace) -> int:
+    from sluice_tools.ops.history import NoSuchRun, open_history
+    from sluice_tools.ops.runs import recent, runs_table
+    from sluice_tools.ops.stage import StageUnreachable
+
+    try:
+        history = open_history(Path(args.state), args.stage, Path(args.specs))
+        rows = recent(history, args.crawl, args.limit)
+    except (NoSuchRun, StageUnreachable) as exc:
+        return _fail("runs", exc)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+    elif not rows:
+        print(f"{args.crawl}: no runs yet in {history.where}")
+    else:
+        print(runs_table(rows))
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    from sluice_tools.ops.history import NoSuchRun, open_history, run_named
+    from sluice_tools.ops.show import report
+    from sluice_tools.ops.stage import StageUnreachable
+
+    try:
+        history = open_history(Path(args.state), args.stage, Path(args.specs))
+        found = report(history, run_named(history, args.run_id))
+    except (NoSuchRun, StageUnreachable) as exc:
+        return _fail("show", exc)
+    print(json.dumps(found.as_json(), indent=2) if args.json else found.text())
+    return 0
+
+
+def _where(parser: argparse.ArgumentParser, *, specs: bool = True) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--state", default=STATE, help=f"the local state folder `sluice run` keeps (default {STATE})")
+    where.add_argument(
+        "--stage",
+        nargs="?",
+        const="dev",
+        default=None,
+        help="read the deployed stage instead (default dev), with your AWS settings",
+    )
+    if specs:
+        parser.add_argument("--specs", default=SPECS, help=f"the crawl specs folder (default {SPECS}/)")
+
+
 def add_commands(commands: Any) -> None:
     """The operating commands, on `sluice`'s subcommand parser."""
     q = commands.add_parser("query", help="SQL over the local output with DuckDB: a table per crawl, as on Athena")
@@ -48,3 +107,16 @@ def add_commands(commands: Any) -> None:
         help="table (cells cut at 80 characters), csv or json (whole values)",
     )
     q.set_defaults(run=query)
+
+    r = commands.add_parser("runs", help="a crawl's last runs: status, verdict, pages, records, cost, duration")
+    r.add_argument("crawl", metavar="NAME")
+    _where(r)
+    r.add_argument("--limit", type=_count(1000), default=10, help="how many runs, newest first (default 10)")
+    r.add_argument("--json", action="store_true", help="one JSON array, a run an object")
+    r.set_defaults(run=runs)
+
+    s = commands.add_parser("show", help="one run: its summary, failed checks, failure reasons, null rates, outputs")
+    s.add_argument("run_id", metavar="RUN")
+    _where(s)
+    s.add_argument("--json", action="store_true", help="the run, its whole summary and its outputs as JSON")
+    s.set_defaults(run=show)
