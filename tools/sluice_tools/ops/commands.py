@@ -15,6 +15,8 @@ from typing import Any
 
 STATE = ".sluice"
 SPECS = "crawls"
+MAX_LOG_LINES = 10_000
+"""What one Logs Insights query returns at most."""
 
 
 def _count(most: int) -> Any:
@@ -80,6 +82,29 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
+def logs(args: argparse.Namespace) -> int:
+    from sluice_tools.ops.history import LocalHistory, NoSuchRun, StageHistory, open_history, run_named
+    from sluice_tools.ops.logs import LogFilter, local_lines, stage_lines
+    from sluice_tools.ops.stage import StageUnreachable
+
+    flt = LogFilter(level=args.level, grep=args.grep, url=args.url, limit=args.limit)
+    try:
+        history = open_history(Path(args.state), args.stage, Path(args.specs))
+        run = run_named(history, args.run_id)
+        if isinstance(history, StageHistory):
+            lines = stage_lines(history.stage, run, flt)
+        else:
+            assert isinstance(history, LocalHistory)  # noqa: S101 - open_history gives one of the two
+            lines = local_lines(history.log_file(run), run, flt)
+    except (NoSuchRun, StageUnreachable) as exc:
+        return _fail("logs", exc)
+    for line in lines:
+        print(line.raw if args.json else line.text())
+    if len(lines) >= flt.limit:
+        print(f"(the first {flt.limit} lines: --limit shows more)", file=sys.stderr)
+    return 0
+
+
 def _where(parser: argparse.ArgumentParser, *, specs: bool = True) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--state", default=STATE, help=f"the local state folder `sluice run` keeps (default {STATE})")
@@ -120,3 +145,13 @@ def add_commands(commands: Any) -> None:
     _where(s)
     s.add_argument("--json", action="store_true", help="the run, its whole summary and its outputs as JSON")
     s.set_defaults(run=show)
+
+    lg = commands.add_parser("logs", help="a run's log lines (local file, or CloudWatch Logs Insights with --stage)")
+    lg.add_argument("run_id", metavar="RUN")
+    _where(lg)
+    lg.add_argument("--level", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="this level and above")
+    lg.add_argument("--grep", metavar="TEXT", help="lines containing TEXT")
+    lg.add_argument("--url", metavar="TEXT", help="lines about a URL containing TEXT")
+    lg.add_argument("--limit", type=_count(MAX_LOG_LINES), default=1000, help="at most this many lines (default 1000)")
+    lg.add_argument("--json", action="store_true", help="the JSON lines as written")
+    lg.set_defaults(run=logs)
