@@ -30,10 +30,10 @@ politeness: {{concurrency: 4, concurrency_per_domain: 4}}
 def test_a_count_of_one_run_equals_its_summarys_record_count(local: LocalCrawls, sluice: Cli) -> None:
     first, second = local.run(), local.run()
     for run in (first, second):
-        sql = f"SELECT count(*) AS n FROM demo_books WHERE run = '{run['run_id']}'"
-        assert sluice.json("query", sql, "--state", str(local.state), "--specs", str(local.specs), "--format", "json") == [
-            {"n": run["records"]["total"]}
-        ]
+        sql = f"SELECT count(*) AS n FROM demo_books WHERE run = '{run['run_id']}'"  # noqa: S608 - the test's own run id
+        assert sluice.json(
+            "query", sql, "--state", str(local.state), "--specs", str(local.specs), "--format", "json"
+        ) == [{"n": run["records"]["total"]}]
     assert first["records"]["total"] == 1000
 
 
@@ -50,7 +50,8 @@ def test_a_query_by_price_returns_the_records_of_that_price(local: LocalCrawls, 
     code, table, _ = sluice("query", sql, "--state", str(local.state), "--specs", str(local.specs))
     assert code == 0
     header, rule, *body, count = table.splitlines()
-    assert header.split() == ["price", "title"] and set(rule) == {"-", " "}
+    assert header.split() == ["price", "title"]
+    assert set(rule) == {"-", " "}
     assert count == f"({len(cheap)} rows)"
     assert body[0].split(maxsplit=1) == [repr(cheap[0][0]), cheap[0][1]]
 
@@ -81,15 +82,14 @@ def glue_reads(line: dict[str, Any], columns: list[Column], crawl: str, run: str
     return {c.name: typed(c.type, by_name.get(c.name)) for c in columns} | {"crawl": crawl, "run": run}
 
 
-def test_the_same_sql_returns_the_rows_the_glue_table_implies(
-    local: LocalCrawls, sluice: Cli, site: Any
-) -> None:
+def test_the_same_sql_returns_the_rows_the_glue_table_implies(local: LocalCrawls, sluice: Cli, site: Any) -> None:
     spec_path = local.add_spec("typed-books", TYPED_SPEC.format(port=site.port))
     run = local.run("typed-books")
     columns = record_columns(load_spec(spec_path))
     assert {c.type for c in columns} == {"string", "double", "bigint", "array<string>"}
     lines = record_lines(Path(run["outputs"]["records"]))
-    assert len(lines) == 60 and all("Title" in line for line in lines)
+    assert len(lines) == 60
+    assert all("Title" in line for line in lines)
     expected = sorted(
         (glue_reads(line, columns, "typed-books", run["run_id"]) for line in lines), key=lambda r: r["_key"]
     )
@@ -105,7 +105,9 @@ def test_the_same_sql_returns_the_rows_the_glue_table_implies(
         "json",
     )
     assert rows == expected
-    assert rows[0]["title"] and isinstance(rows[0]["number"], int) and isinstance(rows[0]["links"], list)
+    assert rows[0]["title"]
+    assert isinstance(rows[0]["number"], int)
+    assert isinstance(rows[0]["links"], list)
 
 
 def test_a_crawl_with_no_runs_is_an_empty_table(local: LocalCrawls, sluice: Cli, site: Any) -> None:
@@ -125,7 +127,9 @@ def test_bad_sql_and_unknown_tables_are_one_line_naming_the_tables(local: LocalC
         assert out == ""
         assert len(err.strip().splitlines()) == 1
         assert "(tables: demo_books (1 run with records))" in err
-    assert "Table with name books does not exist" in sluice("query", "SELECT * FROM books", "--state", str(local.state))[2]
+    assert (
+        "Table with name books does not exist" in sluice("query", "SELECT * FROM books", "--state", str(local.state))[2]
+    )
 
 
 def test_csv_is_one_header_and_a_line_per_row(local: LocalCrawls, sluice: Cli) -> None:
