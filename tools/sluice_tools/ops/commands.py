@@ -105,6 +105,27 @@ def logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def redrive(args: argparse.Namespace) -> int:
+    from sluice_tools.ops.history import NoSuchRun
+    from sluice_tools.ops.redrive import MalformedDeadLetters, Redrive, redrive_local, redrive_stage
+    from sluice_tools.ops.stage import Stage, StageUnreachable
+
+    try:
+        done: Redrive = (
+            redrive_stage(Stage.named(args.stage), purge_malformed=args.purge_malformed)
+            if args.stage is not None
+            else redrive_local(Path(args.state), purge_malformed=args.purge_malformed)
+        )
+    except MalformedDeadLetters as exc:
+        if args.json:
+            print(json.dumps({"refused": str(exc), **exc.found.as_json()}, indent=2))
+        return _fail("redrive", f"refused: {exc}")
+    except (NoSuchRun, StageUnreachable) as exc:
+        return _fail("redrive", exc)
+    print(json.dumps(done.as_json(), indent=2) if args.json else done.text())
+    return 0
+
+
 def _where(parser: argparse.ArgumentParser, *, specs: bool = True) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--state", default=STATE, help=f"the local state folder `sluice run` keeps (default {STATE})")
@@ -155,3 +176,11 @@ def add_commands(commands: Any) -> None:
     lg.add_argument("--limit", type=_count(MAX_LOG_LINES), default=1000, help="at most this many lines (default 1000)")
     lg.add_argument("--json", action="store_true", help="the JSON lines as written")
     lg.set_defaults(run=logs)
+
+    d = commands.add_parser("redrive", help="move dead letters back to the frontier (refuses malformed ones)")
+    _where(d, specs=False)
+    d.add_argument(
+        "--purge-malformed", action="store_true", help="delete dead letters that are no valid message, then redrive"
+    )
+    d.add_argument("--json", action="store_true", help="what was found and done, as one JSON object")
+    d.set_defaults(run=redrive)
