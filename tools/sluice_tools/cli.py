@@ -1,4 +1,4 @@
-"""The ``sluice`` command: validate specs, serve the demo site, crawl locally, and operate runs (``ops/``)."""
+"""The ``sluice`` command: validate specs, serve the demo site, crawl locally, and operate the runs."""
 
 from __future__ import annotations
 
