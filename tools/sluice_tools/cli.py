@@ -1,4 +1,4 @@
-"""The ``sluice`` command: validate specs, serve the demo site, crawl locally."""
+"""The ``sluice`` command: validate specs, serve the demo site, crawl locally, and operate the runs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sluice.domain.runs import RunInFlight
 from sluice.spec import SpecError, load_spec
+from sluice_tools.ops.commands import add_commands
 
 DEMO_SPEC = Path("crawls/demo-books.yaml")
 
@@ -108,42 +109,19 @@ def _run(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace) -> int:
     """Start a run of a deployed crawl by invoking the stack's scheduler (uses your AWS credentials)."""
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
-    from infra.config import DEFAULT
-
     from sluice.adapters.aws.clients import client
+    from sluice_tools.ops.stage import Stage, StageUnreachable, aws_errors
 
-    function = f"{DEFAULT.prefix}-{args.stage}-scheduler"
+    function = Stage.named(args.stage).config.scheduler_function
     try:
-        answer = client("lambda").invoke(
-            FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps({"crawl": args.crawl}).encode()
-        )
-    except NoRegionError:
-        print(
-            "sluice start: no AWS region. Set AWS_DEFAULT_REGION (e.g. AWS_DEFAULT_REGION=eu-west-1) "
-            "or AWS_PROFILE to a profile with a region, the one the stack was deployed to.",
-            file=sys.stderr,
-        )
-        return 2
-    except NoCredentialsError:
-        print(
-            "sluice start: no AWS credentials. Set AWS_PROFILE (after `aws configure` or `aws sso login`) or "
-            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for the account the stack was deployed to.",
-            file=sys.stderr,
-        )
-        return 2
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        code, message = error.get("Code", "error"), error.get("Message", str(exc))
-        hint = (
-            f" Is stage {args.stage!r} deployed in this account and region? (`make deploy STAGE={args.stage}`)"
-            if code == "ResourceNotFoundException"
-            else ""
-        )
-        print(f"sluice start: AWS refused to invoke {function}: {code}: {message}.{hint}", file=sys.stderr)
-        return 2
-    except BotoCoreError as exc:
-        print(f"sluice start: cannot reach AWS: {exc}", file=sys.stderr)
+        with aws_errors(args.stage, f"invoke {function}"):
+            answer = client("lambda").invoke(
+                FunctionName=function,
+                InvocationType="RequestResponse",
+                Payload=json.dumps({"crawl": args.crawl}).encode(),
+            )
+    except StageUnreachable as exc:
+        print(f"sluice start: {exc}", file=sys.stderr)
         return 2
     body = json.loads(answer["Payload"].read() or b"null")
     if answer.get("FunctionError"):
@@ -203,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=0, help="demo site port (default: any free one)")
     demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")
     demo.set_defaults(run=_demo)
+
+    add_commands(commands)  # query, runs, show, logs, redrive
     return parser
 
 

@@ -27,8 +27,22 @@ def work_prefix(crawl: str, run_id: str) -> str:
     return f"{WORK_PREFIX}crawl={crawl}/run={run_id}/"
 
 
+def crawl_prefix(crawl: str) -> str:
+    """Every run's output of one crawl: what its query table reads (partitions ``crawl``, ``run``)."""
+    return f"{RUNS_PREFIX}crawl={crawl}/"
+
+
+def crawl_of_prefix(prefix: str) -> str | None:
+    """The crawl a :func:`crawl_prefix` names (``runs/crawl=NAME/``), or None for any other key."""
+    head = f"{RUNS_PREFIX}crawl="
+    if not prefix.startswith(head) or not prefix.endswith("/"):
+        return None
+    crawl = prefix[len(head) : -1]
+    return crawl if crawl and "/" not in crawl else None
+
+
 def run_prefix(crawl: str, run_id: str) -> str:
-    return f"{RUNS_PREFIX}crawl={crawl}/run={run_id}/"
+    return f"{crawl_prefix(crawl)}run={run_id}/"
 
 
 def part_key(crawl: str, run_id: str, part_id: str) -> str:

@@ -103,7 +103,7 @@ def as_text(run: LocalRun) -> str:
         dropped = ", ".join(f"{field} missing x{n}" for field, n in s["rejected"].items())
         lines.append(f"  dropped  records without a required field: {dropped}")
     if run.dead_letters:
-        lines.append(f"  dead-letter queue: {len(run.dead_letters)} message(s) (see docs/operations.md to redrive)")
+        lines.append(f"  dead-letter queue: {len(run.dead_letters)} message(s) (`sluice redrive` moves them back)")
     for alert in v["alerts"]:
         lines.append(f"  ALERT {alert['check']}: {alert['message']}")
     cost = s.get("cost")

@@ -132,6 +132,18 @@ class DynamoRunLedger:
                     return run
         return None
 
+    def recent_runs(self, crawl: str, limit: int) -> list[RunState]:
+        """The crawl's last ``limit`` runs, newest first (one query: a crawl's runs share a partition)."""
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues=to_item({":p": keys.runs_of(crawl)}),
+            ScanIndexForward=False,
+            ConsistentRead=True,
+            PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)},
+        )
+        return [_state(from_item(item)) for page in pages for item in page["Items"]]
+
     def set_seeds(self, crawl: str, run_id: str, seeds: int) -> None:
         self._update(crawl, run_id, "SET seeds = :n", {":n": seeds})
 

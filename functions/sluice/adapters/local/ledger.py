@@ -85,6 +85,25 @@ class SqliteRunLedger:
                 return run
         return None
 
+    def recent_runs(self, crawl: str, limit: int) -> list[RunState]:
+        """The crawl's last ``limit`` runs, newest first (run ids sort by start time)."""
+        with self._db.reading() as db:
+            rows = db.execute(
+                "SELECT state FROM runs WHERE crawl = ? ORDER BY run_id DESC LIMIT ?", (crawl, limit)
+            ).fetchall()
+        return [_load(raw) for (raw,) in rows]
+
+    def find_run(self, run_id: str) -> RunState | None:
+        """A run by its id alone (run ids are unique across crawls)."""
+        with self._db.reading() as db:
+            row = db.execute("SELECT state FROM runs WHERE run_id = ? LIMIT 1", (run_id,)).fetchone()
+        return _load(row[0]) if row else None
+
+    def crawls(self) -> list[str]:
+        """Every crawl that has run on this state folder."""
+        with self._db.reading() as db:
+            return [crawl for (crawl,) in db.execute("SELECT DISTINCT crawl FROM runs ORDER BY crawl")]
+
     def set_seeds(self, crawl: str, run_id: str, seeds: int) -> None:
         self._change(crawl, run_id, seeds=seeds)
 

@@ -31,6 +31,16 @@ class Received:
 
 
 @dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A message the queue gave up on after ``max_receive_count`` receives."""
+
+    message_id: str
+    run_id: str
+    body: str
+    receives: int
+
+
+@dataclass(frozen=True, slots=True)
 class QueueDepth:
     visible: int
     in_flight: int
@@ -71,8 +81,8 @@ class SqliteQueue:
         over = (run_id, run_id, now, self.max_receive_count)
         with self._db.transaction() as db:
             db.execute(
-                "INSERT INTO dead_letters (id, run_id, body, receives, moved_at) "
-                "SELECT id, run_id, body, receives, ? FROM queue "
+                "INSERT INTO dead_letters (id, run_id, body, receives, moved_at, grp) "
+                "SELECT id, run_id, body, receives, ?, grp FROM queue "
                 "WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? AND receives >= ?",
                 (now, *over),
             )
@@ -169,3 +179,35 @@ class SqliteQueue:
                 (run_id, run_id, limit),
             ).fetchall()
         return [(str(i), b) for i, b in rows]
+
+    def dead_letter_list(self, limit: int = 10_000) -> list[DeadLetter]:
+        """Every dead letter (up to ``limit``), oldest first."""
+        with self._db.reading() as db:
+            rows = db.execute(
+                "SELECT id, run_id, body, receives FROM dead_letters ORDER BY id LIMIT ?", (limit,)
+            ).fetchall()
+        return [DeadLetter(str(i), r, b, n) for i, r, b, n in rows]
+
+    def redrive(self, move: Sequence[str], purge: Sequence[str] = ()) -> tuple[int, int]:
+        """Dead letters ``move`` back to the queue (visible now, never received, in their group) and
+        ``purge`` deleted, in one transaction; ``(moved, purged)``, counting only those still there.
+
+        A letter another redrive took meanwhile is neither moved nor counted twice.
+        """
+        now = time.time()
+        with self._db.transaction() as db:
+            moved = 0
+            for message_id in move:
+                row = db.execute("DELETE FROM dead_letters WHERE id = ? RETURNING run_id, grp, body", (message_id,))
+                found = row.fetchone()
+                if found is None:
+                    continue
+                db.execute(
+                    "INSERT INTO queue (run_id, grp, body, visible_at, sent_at) VALUES (?, ?, ?, ?, ?)",
+                    (*found, now, now),
+                )
+                moved += 1
+            purged = sum(
+                db.execute("DELETE FROM dead_letters WHERE id = ?", (message_id,)).rowcount for message_id in purge
+            )
+        return moved, purged

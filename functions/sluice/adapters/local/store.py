@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS queue (
 );
 CREATE INDEX IF NOT EXISTS queue_by_visibility ON queue (run_id, visible_at);
 CREATE TABLE IF NOT EXISTS dead_letters (
-    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, body TEXT NOT NULL, receives INTEGER NOT NULL, moved_at REAL NOT NULL
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, body TEXT NOT NULL, receives INTEGER NOT NULL, moved_at REAL NOT NULL,
+    grp TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS hosts (
     host TEXT PRIMARY KEY, state TEXT NOT NULL
@@ -72,6 +73,9 @@ class Database:
         if "grp" not in columns:
             self._conn.execute("ALTER TABLE queue ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
         self._conn.execute("CREATE INDEX IF NOT EXISTS queue_by_group ON queue (run_id, grp, id)")
+        # A dead letter keeps its group, as SQS keeps a message's group id: a redrive sends it back to it.
+        if "grp" not in {row[1] for row in self._conn.execute("PRAGMA table_info(dead_letters)")}:
+            self._conn.execute("ALTER TABLE dead_letters ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -1,0 +1,140 @@
+"""`sluice runs NAME` and `sluice show RUN`: the same answers from the local store and from a stage on moto."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.adapters.local import LocalStore
+from sluice.spec import load_spec
+from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.emulate import state
+from sluice_tools.emulate.runner import EmulatedRunner
+from sluice_tools.runner.summary import as_json
+
+from .conftest import Cli, LocalCrawls, aws_stage
+
+PAGES = 5
+LISTED = PAGES + 1
+"""The last seed's next link is followed one hop: six listing pages of 20 books."""
+BOOKS = LISTED * 20
+
+
+@dataclass
+class Runs:
+    """Three runs of the demo crawl (the third after the price selector broke), and where the CLI finds them."""
+
+    where: list[str]
+    results: list[dict[str, Any]]
+    """`sluice run --json` of each, oldest first."""
+    kind: str
+
+
+@pytest.fixture(params=["local", "stage"])
+def three_runs(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    local: LocalCrawls,
+    site: RunningDemoSite,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Runs]:
+    local.shrink(PAGES)
+    if request.param == "local":
+        results = [local.run(), local.run()]
+        site.set_catalogue(broken_selector=True)
+        results.append(local.run())
+        yield Runs(["--state", str(local.state), "--specs", str(local.specs)], results, "local")
+        return
+    # The real handlers on moto, then their tables and objects loaded into the moto the CLI reads.
+    runner = EmulatedRunner(local.specs, tmp_path / "moto", workers=2, allow_loopback=True)
+    spec = load_spec(local.specs / "demo-books.yaml")
+    runs = [runner.run(spec), runner.run(spec)]
+    site.set_catalogue(broken_selector=True)
+    runs.append(runner.run(spec))
+    with aws_stage(local.specs, monkeypatch) as settings:
+        state.load(settings, tmp_path / "moto")
+        yield Runs(["--stage", "--specs", str(local.specs)], [as_json(r) for r in runs], "stage")
+
+
+def test_runs_lists_the_last_runs_newest_first_with_their_verdicts(three_runs: Runs, sluice: Cli) -> None:
+    rows = sluice.json("runs", "demo-books", *three_runs.where, "--json")
+    assert [r["run_id"] for r in rows] == [r["run_id"] for r in reversed(three_runs.results)]
+    assert [r["status"] for r in rows] == ["finished"] * 3
+    assert [r["healthy"] for r in rows] == [False, True, True]
+    assert [r["records"] for r in rows] == [0, BOOKS, BOOKS]
+    assert [r["pages"] for r in rows] == [LISTED] * 3
+    assert "record_count_drop" in rows[0]["alerts"]
+    assert all(r["cost_usd"] > 0 and r["duration_s"] >= 0 for r in rows)
+
+    code, table, _ = sluice("runs", "demo-books", *three_runs.where, "--limit", "2")
+    assert code == 0
+    header, _rule, newest, older, count = table.splitlines()
+    assert header.split()[:4] == ["run", "started", "(UTC)", "status"]
+    assert newest.startswith(three_runs.results[2]["run_id"])
+    assert "UNHEALTHY (records_nonzero, record_count_drop)" in newest
+    assert " healthy " in older
+    assert f" {BOOKS} " in older
+    assert count == "(2 rows)"
+
+
+def test_runs_of_an_unknown_crawl_names_the_crawls_there_are(three_runs: Runs, sluice: Cli) -> None:
+    code, out, err = sluice("runs", "demo-bookz", *three_runs.where)
+    assert (code, out) == (2, "")
+    assert "no crawl 'demo-bookz'" in err
+    assert "demo-books" in err
+
+
+def test_show_gives_the_summary_failed_checks_null_rates_and_outputs(three_runs: Runs, sluice: Cli) -> None:
+    broken = three_runs.results[2]
+    code, text, _ = sluice("show", broken["run_id"], *three_runs.where)
+    assert code == 0
+    assert text.startswith(f"run {broken['run_id']} of demo-books: finished, UNHEALTHY")
+    assert "ALERT record_count_drop" in text
+    assert "ALERT records_nonzero" in text
+    assert "nulls    price missing in 100% of items" in text
+    assert f"dropped  records without a required field: price missing x{BOOKS}" in text
+    outputs = {line.split()[0]: line.split(maxsplit=1)[1] for line in text.splitlines()[-4:]}
+    if three_runs.kind == "local":
+        assert Path(outputs["summary"]).is_file()
+        assert Path(outputs["logs"]).is_file()
+    else:
+        assert outputs["summary"].startswith("s3://sluice-dev-records-123456789012-us-east-1/runs/crawl=demo-books/")
+        assert f"sluice logs {broken['run_id']} --stage dev" in outputs["logs"]
+
+    healthy = three_runs.results[0]
+    shown = sluice.json("show", healthy["run_id"], *three_runs.where, "--json")
+    assert shown["summary"]["records"]["total"] == BOOKS
+    assert shown["summary"]["verdict"]["healthy"] is True
+    assert shown["run"]["run_id"] == healthy["run_id"]
+    assert "nulls    none" in sluice("show", healthy["run_id"], *three_runs.where)[1]
+
+
+def test_show_of_an_unknown_run_is_refused(three_runs: Runs, sluice: Cli) -> None:
+    code, _, err = sluice("show", "20200101T000000Z-000000", *three_runs.where)
+    assert code == 2
+    assert "no run 20200101T000000Z-000000" in err
+    assert "demo-books" in err
+
+
+def test_show_of_a_run_in_flight_says_how_far_it_got(local: LocalCrawls, sluice: Cli) -> None:
+    local.run()
+    store = LocalStore.open(local.state)
+    try:
+        open_run = store.ledger.open_run("demo-books", "digest", timedelta(hours=1), trigger=None, catalog_run=None)
+        store.ledger.set_seeds("demo-books", open_run.run_id, 50)
+    finally:
+        store.close()
+    code, text, _ = sluice("show", open_run.run_id, "--state", str(local.state))
+    assert code == 0
+    assert (
+        text.splitlines()[0]
+        == f"run {open_run.run_id} of demo-books: running (its summary is written when it is finalized)"
+    )
+    assert "so far   0 of 50 pages done" in text
+    rows = sluice.json("runs", "demo-books", "--state", str(local.state), "--json")
+    assert (rows[0]["status"], rows[0]["verdict"], rows[0]["records"]) == ("running", "-", None)

@@ -1,0 +1,172 @@
+"""Where a crawl's runs are read from: the local state folder, or a deployed stage's ledger table and bucket.
+
+Both read what the pipeline wrote through its own adapters: the run ledger (one item per run) and
+each run's ``summary.json`` beside its records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.frontier import DynamoFrontier
+from sluice.adapters.aws.ledger import DynamoRunLedger
+from sluice.adapters.aws.objects import S3Objects
+from sluice.adapters.local import LocalStore
+from sluice.adapters.local.store import DB_NAME
+from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, summary_key
+from sluice.domain.runs import Progress, RunState
+from sluice.spec.load import SPEC_SUFFIXES
+from sluice_tools.ops.stage import Stage, aws_errors
+
+
+class NoSuchRun(LookupError):
+    """No run or crawl by that name where the command looked; the text names what there is."""
+
+
+class RunHistory(Protocol):
+    """What ``sluice runs``, ``show`` and ``logs`` read, wherever the runs are."""
+
+    where: str
+    """Where the runs are, for messages: ``.sluice/`` or ``stage dev``."""
+
+    def crawls(self) -> list[str]: ...
+
+    def recent_runs(self, crawl: str, limit: int) -> list[RunState]: ...
+
+    def find_run(self, run_id: str) -> RunState | None: ...
+
+    def summary(self, run: RunState) -> dict[str, Any] | None: ...
+
+    def location(self, key: str) -> str: ...
+
+    def progress(self, run_id: str) -> Progress: ...
+
+    def dead_letters(self, run_id: str) -> int | None:
+        """The run's messages in the dead-letter queue, where the queue can say (None: it cannot)."""
+        ...
+
+    def logs_of(self, run: RunState) -> str | None:
+        """Where the run's logs are, for a person (None: nowhere yet)."""
+        ...
+
+
+class LocalHistory:
+    """The runs of a local state folder (``sluice run --state``), read without taking its lock."""
+
+    def __init__(self, state_dir: Path) -> None:
+        if not (state_dir / DB_NAME).is_file():
+            raise NoSuchRun(f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)")
+        self.where = f"{state_dir}/"
+        self.store = LocalStore.open(state_dir)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def crawls(self) -> list[str]:
+        return self.store.ledger.crawls()
+
+    def recent_runs(self, crawl: str, limit: int) -> list[RunState]:
+        return self.store.ledger.recent_runs(crawl, limit)
+
+    def find_run(self, run_id: str) -> RunState | None:
+        return self.store.ledger.find_run(run_id)
+
+    def summary(self, run: RunState) -> dict[str, Any] | None:
+        raw = self.store.objects.get(summary_key(run.crawl, run.run_id))
+        return json.loads(raw) if raw is not None else None
+
+    def location(self, key: str) -> str:
+        return self.store.objects.location(key)
+
+    def progress(self, run_id: str) -> Progress:
+        return self.store.frontier.progress(run_id)
+
+    def dead_letters(self, run_id: str) -> int:
+        return self.store.queue.depth(run_id).dead
+
+    def log_file(self, run: RunState) -> Path:
+        """The run's JSON Lines log, as ``sluice run`` names it (``logs/CRAWL-RUN.jsonl``)."""
+        return self.store.folder / "logs" / f"{run.crawl}-{run.run_id}.jsonl"
+
+    def logs_of(self, run: RunState) -> str | None:
+        log = self.log_file(run)
+        return str(log) if log.exists() else None
+
+
+class StageHistory:
+    """The runs of a deployed stage: its ledger table and bucket, with your AWS credentials."""
+
+    def __init__(self, stage: Stage, specs_dir: Path) -> None:
+        self.stage, self.specs_dir = stage, specs_dir
+        self.where = f"stage {stage.name}"
+        with aws_errors(stage.name, "open the stage's ledger"):
+            self.ledger = DynamoRunLedger(stage.config.ledger_table)
+            self.objects = S3Objects(stage.bucket)
+
+    def crawls(self) -> list[str]:
+        """Crawls of the specs folder, with a run in flight, or with output in the bucket."""
+        found = {p.stem for p in self.specs_dir.glob("*") if p.suffix in SPEC_SUFFIXES}
+        with aws_errors(self.stage.name, "list the stage's runs"):
+            found |= {lock.crawl for lock in self.ledger.active_runs()}
+            pages = (
+                client("s3")
+                .get_paginator("list_objects_v2")
+                .paginate(Bucket=self.objects.bucket, Prefix=f"{RUNS_PREFIX}crawl=", Delimiter="/")
+            )
+            for page in pages:
+                for common in page.get("CommonPrefixes", []):
+                    crawl = crawl_of_prefix(common["Prefix"])
+                    if crawl is not None:
+                        found.add(crawl)
+        return sorted(found)
+
+    def recent_runs(self, crawl: str, limit: int) -> list[RunState]:
+        with aws_errors(self.stage.name, f"read the runs of {crawl}"):
+            return self.ledger.recent_runs(crawl, limit)
+
+    def find_run(self, run_id: str) -> RunState | None:
+        """One consistent read per known crawl: the ledger keys a run by crawl, then run id."""
+        with aws_errors(self.stage.name, f"read run {run_id}"):
+            for crawl in self.crawls():
+                run = self.ledger.get_run(crawl, run_id)
+                if run is not None:
+                    return run
+        return None
+
+    def summary(self, run: RunState) -> dict[str, Any] | None:
+        with aws_errors(self.stage.name, f"read the summary of run {run.run_id}"):
+            raw = self.objects.get(summary_key(run.crawl, run.run_id))
+        return json.loads(raw) if raw is not None else None
+
+    def location(self, key: str) -> str:
+        return self.objects.location(key)
+
+    def progress(self, run_id: str) -> Progress:
+        with aws_errors(self.stage.name, f"read the progress of run {run_id}"):
+            frontier = DynamoFrontier(self.stage.config.ledger_table, ttl_days=self.stage.config.claim_ttl_days)
+            return frontier.progress(run_id)
+
+    def dead_letters(self, run_id: str) -> int | None:
+        return None  # one queue for every run: `sluice redrive` reads it whole
+
+    def logs_of(self, run: RunState) -> str | None:
+        return f"CloudWatch Logs (`sluice logs {run.run_id} --stage {self.stage.name}`)"
+
+
+def run_named(history: RunHistory, run_id: str) -> RunState:
+    """The run with this id, or NoSuchRun naming the crawls there are."""
+    run = history.find_run(run_id)
+    if run is None:
+        crawls = history.crawls()
+        raise NoSuchRun(
+            f"no run {run_id} in {history.where} (crawls: {', '.join(crawls) or 'none'}; `sluice runs NAME` lists runs)"
+        )
+    return run
+
+
+def open_history(state_dir: Path, stage: str | None, specs_dir: Path) -> LocalHistory | StageHistory:
+    """The runs of ``stage`` when one is named, else of the local state folder."""
+    return StageHistory(Stage.named(stage), specs_dir) if stage is not None else LocalHistory(state_dir)

@@ -1,0 +1,103 @@
+"""`sluice runs NAME`: a crawl's last runs, one line each: status, verdict, pages, records, cost, duration."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sluice.domain.runs import RunState
+from sluice_tools.ops.history import NoSuchRun, RunHistory
+from sluice_tools.ops.table import as_table
+
+DONE_PAGES = ("fetched", "not_modified", "failed", "skipped")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run as ``sluice runs`` lists it (None where the run has not said yet)."""
+
+    crawl: str
+    run_id: str
+    started_at: str
+    status: str
+    """``finished`` or ``unfinished`` once finalized (the summary's word), else the ledger's (``running``...)."""
+    healthy: bool | None
+    alerts: list[str]
+    pages: int | None
+    """Pages done: fetched, not modified, failed or skipped."""
+    failed: int | None
+    records: int | None
+    cost_usd: float | None
+    duration_s: float | None
+
+    @classmethod
+    def of(cls, run: RunState, summary: dict[str, Any] | None) -> RunRow:
+        pages = summary["pages"] if summary else None
+        cost = summary.get("cost") if summary else None
+        end = datetime.fromisoformat(run.finished_at) if run.finished_at else datetime.now(UTC)
+        return cls(
+            crawl=run.crawl,
+            run_id=run.run_id,
+            started_at=run.started_at,
+            status=str(summary["status"]) if summary and run.status == "finished" else run.status,
+            healthy=run.healthy,
+            alerts=[a["check"] for a in summary["verdict"]["alerts"]] if summary else [],
+            pages=sum(int(pages.get(k, 0)) for k in DONE_PAGES) if pages else None,
+            failed=int(pages["failed"]) if pages else None,
+            records=run.records if run.records is not None else (summary["records"]["total"] if summary else None),
+            cost_usd=float(cost["estimated_usd"]) if cost else None,
+            duration_s=(end - datetime.fromisoformat(run.started_at)).total_seconds(),
+        )
+
+    @property
+    def verdict(self) -> str:
+        if self.healthy is None:
+            return "-"
+        if self.healthy:
+            return "healthy"
+        return f"UNHEALTHY ({', '.join(self.alerts)})" if self.alerts else "UNHEALTHY"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"verdict": self.verdict}
+
+
+def recent(history: RunHistory, crawl: str, limit: int) -> list[RunRow]:
+    """The crawl's last ``limit`` runs, newest first; NoSuchRun if the crawl is not known there at all."""
+    runs = history.recent_runs(crawl, limit)
+    if not runs and crawl not in history.crawls():
+        known = ", ".join(history.crawls()) or "none"
+        raise NoSuchRun(f"no crawl {crawl!r} in {history.where} (crawls: {known})")
+    return [RunRow.of(run, history.summary(run) if run.status == "finished" else None) for run in runs]
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = round(seconds)
+    if seconds < 1:
+        return "<1s"
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+
+
+def runs_table(rows: list[RunRow]) -> str:
+    columns = ["run", "started (UTC)", "status", "verdict", "pages", "failed", "records", "cost", "duration"]
+    cells = [
+        [
+            r.run_id,
+            r.started_at[:19].replace("T", " "),
+            r.status,
+            r.verdict,
+            r.pages,
+            r.failed,
+            r.records,
+            f"${r.cost_usd:.4f}" if r.cost_usd is not None else None,
+            duration(r.duration_s) if r.status != "running" else f"{duration(r.duration_s)} so far",
+        ]
+        for r in rows
+    ]
+    return as_table(columns, cells, null="-")

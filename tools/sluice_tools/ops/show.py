@@ -1,0 +1,78 @@
+"""`sluice show RUN`: one run's summary as `sluice run` ends on it, its failed checks, top failure reasons,
+null rates and where its outputs are; or, for a run in flight, how far it has got."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sluice.domain.layout import manifest_key, records_prefix, summary_key
+from sluice.domain.runs import RunState
+from sluice_tools.ops.history import RunHistory
+from sluice_tools.ops.runs import RunRow, duration
+from sluice_tools.runner.session import LocalRun
+from sluice_tools.runner.summary import as_text
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """Everything ``sluice show`` says of a run."""
+
+    run: RunState
+    summary: dict[str, Any] | None
+    outputs: dict[str, str]
+    dead_letters: int | None
+    """The run's messages in the dead-letter queue (known locally; on AWS the queue is shared, see redrive)."""
+    progress: dict[str, int] | None
+    """For a run not finalized yet: pages done and enqueued, records and failures so far."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run": asdict(self.run),
+            "summary": self.summary,
+            "outputs": self.outputs,
+            "dead_letters": self.dead_letters,
+            "progress": self.progress,
+        }
+
+    def text(self) -> str:
+        run, row = self.run, RunRow.of(self.run, self.summary)
+        timing = f"  started  {run.started_at}" + (
+            f", finished {run.finished_at} (took {duration(row.duration_s)})" if run.finished_at else ""
+        )
+        if self.summary is None:
+            lines = [f"run {run.run_id} of {run.crawl}: {run.status} (its summary is written when it is finalized)"]
+            lines.append(f"{timing}, deadline {run.deadline}")
+            if self.progress is not None:
+                p = self.progress
+                lines.append(
+                    f"  so far   {p['done']} of {p['enqueued']} pages done, "
+                    f"{p['records']} records, {p['failed']} failed"
+                )
+            lines += [f"  {name:<8} {where}" for name, where in self.outputs.items() if name == "logs"]
+            return "\n".join(lines)
+        dead: list[dict[str, Any]] = [{}] * (self.dead_letters or 0)  # as_text counts them
+        lines = as_text(LocalRun(run.crawl, run.run_id, self.summary, dead, dict(self.outputs))).split("\n")
+        lines.insert(1, timing)
+        if not any(v > 0 for v in (self.summary.get("null_rates") or {}).values()):
+            lines.insert(4, "  nulls    none: every item had a value for every field")
+        return "\n".join(lines)
+
+
+def report(history: RunHistory, run: RunState) -> RunReport:
+    summary = history.summary(run) if run.status == "finished" else None
+    outputs: dict[str, str] = {}
+    progress = None
+    if summary is not None:
+        outputs = {
+            "records": history.location(records_prefix(run.crawl, run.run_id)),
+            "manifest": history.location(manifest_key(run.crawl, run.run_id)),
+            "summary": history.location(summary_key(run.crawl, run.run_id)),
+        }
+    else:
+        p = history.progress(run.run_id)
+        progress = {"done": p.done, "enqueued": run.seeds + p.claimed, "records": p.records, "failed": p.failed}
+    logs = history.logs_of(run)
+    if logs is not None:
+        outputs["logs"] = logs
+    return RunReport(run, summary, outputs, history.dead_letters(run.run_id), progress)
