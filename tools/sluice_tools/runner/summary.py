@@ -42,7 +42,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "crawl": run.crawl,
         "run_id": run.run_id,
         "status": s["status"],
-        "pages": {k: s["pages"][k] for k in ("fetched", "not_modified", "failed", "skipped")},
+        "pages": {k: s["pages"].get(k, 0) for k in ("fetched", "not_modified", "not_due", "failed", "skipped")},
         "records": {k: s["records"][k] for k in ("total", "new", "changed", "unchanged")},
         "dead_letters": len(run.dead_letters),
         "resumed": run.resumed,
@@ -63,8 +63,9 @@ def as_text(run: LocalRun) -> str:
     lines = [f"({run.resumed})"] if run.resumed else []
     lines += [
         f"run {run.run_id} of {run.crawl}: {s['status']}, {'HEALTHY' if v['healthy'] else 'UNHEALTHY'}",
-        f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, failed {p['failed']}, "
-        f"skipped {p['skipped']}",
+        f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, "
+        + (f"not due {p['not_due']}, " if p.get("not_due") else "")
+        + f"failed {p['failed']}, skipped {p['skipped']}",
         f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
     ]
     limits = s.get("limits")
