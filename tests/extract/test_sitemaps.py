@@ -67,6 +67,7 @@ def test_a_sitemap_without_the_protocols_namespace_is_read_all_the_same() -> Non
             "a DOCTYPE: sitemaps need none",
         ),
         (b"<html><body>Not found</body></html>", "not a sitemap: the root element is <html>"),
+        (b"<!DOCTYPE html>\n<html><body><p>Not found</body></html>", "not a sitemap: an HTML page"),
         (b"<urlset><url><loc>https://b.example/</loc></url>", "not well-formed XML: no element found at line 1"),
         (b"<urlset><url><loc>x</url></urlset>", "not well-formed XML: mismatched tag at line 1, column 21"),
         (b"", "not well-formed XML: no element found"),

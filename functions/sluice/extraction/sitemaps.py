@@ -85,7 +85,9 @@ class SitemapParser:
         done, self._done = self._done, []
         return done
 
-    def _doctype(self, *_: object) -> None:
+    def _doctype(self, name: str, *_: object) -> None:
+        if name.lower() == "html":  # a page where a sitemap should be (a "soft 404", a login page)
+            raise SitemapError("not a sitemap: an HTML page")
         raise SitemapError("a DOCTYPE: sitemaps need none, and no DTD is read (its entities could expand)")
 
     def _entity(self, *_: object) -> None:
