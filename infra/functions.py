@@ -81,7 +81,15 @@ class Functions(Construct):
         queues.frontier.grant_send_messages(self.scheduler)
         _grant_invoke_by_name(self.scheduler, stack, config.scheduler_function)  # fan-out continuations
         _grant_invoke_by_name(self.scheduler, stack, config.finalizer_function)  # a fan-out the fetchers outran
-        _grant_objects(self.scheduler, storage, WORK_PREFIX, ["s3:PutObject"])  # the seed set
+        # The seed set written; a run's sitemap seeds (seeds.sitemaps) written once, read by its continuations;
+        # robots.txt shared with the run's fetchers.
+        _grant_objects(
+            self.scheduler,
+            storage,
+            WORK_PREFIX,
+            ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
+            list_prefix=True,
+        )
         _grant_objects(self.scheduler, storage, RUNS_PREFIX, ["s3:GetObject"], list_prefix=True)  # catalog index
         _grant_objects(self.scheduler, storage, SEEDS_PREFIX, ["s3:GetObject"], list_prefix=True)  # seed files
 

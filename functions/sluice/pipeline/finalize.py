@@ -29,6 +29,7 @@ from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
 from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_output
 from sluice.pipeline.services import Services
+from sluice.pipeline.sitemapseeds import load_report
 from sluice.pipeline.usage import UsageCounter
 from sluice.spec import Follow
 
@@ -132,6 +133,8 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
     summary["records"]["in_catalog_run"] = gone[0] if gone is not None else None
     if stopped is not None:
         summary["stopped"] = stopped
+    if spec.seeds.sitemaps is not None:
+        summary["sitemaps"] = load_report(services.objects, crawl, run_id)  # None: the start never read them
     finalize_s = time.monotonic() - started
     variable, fixed = count.usage.usage(
         tuning,
