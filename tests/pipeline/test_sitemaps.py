@@ -3,13 +3,17 @@ every bound refusing by name, and a nightly run that asks only for the pages who
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sluice.messages import StartEvent
 from sluice.pipeline.start import start_run
+from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "books"
@@ -227,3 +231,40 @@ def test_a_changed_spec_fetches_every_page_whatever_its_lastmod(
     pages = pipeline.summary(CRAWL, second)["pages"]
     assert (pages["fetched"], pages["not_due"]) == (105, 0)
     assert set(pages_asked(site)) == listed(site)
+
+
+def test_a_first_run_whose_only_sitemap_is_missing_ends_unhealthy_naming_it(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    data = sitemap_spec(books_spec, site.base_url)
+    data["seeds"]["sitemaps"]["urls"] = [f"{site.base_url}/sitemaps/gone.xml"]
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    assert refusals(summary) == {f"{site.base_url}/sitemaps/gone.xml": "http 404"}
+    assert (summary["status"], summary["pages"]["seeds"], summary["records"]["total"]) == ("finished", 0, 0)
+    assert [a["check"] for a in summary["verdict"]["alerts"]] == ["records_nonzero"]
+
+
+def test_sluice_run_says_what_the_sitemaps_gave_and_how_many_pages_were_not_due(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = sitemap_spec(books_spec, site.base_url)
+    data["seeds"]["sitemaps"]["urls"].append(f"{site.base_url}/sitemaps/gone.xml")
+    spec = tmp_path / "crawls" / f"{CRAWL}.yaml"
+    spec.parent.mkdir()
+    spec.write_text(yaml.safe_dump(data), encoding="utf-8")
+    run = ["run", str(spec), "--allow-loopback", "--state", str(tmp_path / "state"), "--workers", "2"]
+
+    assert main([*run, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["pages"] == {"fetched": 105, "not_modified": 0, "not_due": 0, "failed": 0, "skipped": 0}
+    assert (first["sitemaps"]["urls"], first["sitemaps"]["refused_count"]) == (105, 1)
+
+    assert main(run) == 0
+    text = capsys.readouterr().out
+    assert "  pages    fetched 0, not modified 0, not due 105, failed 0, skipped 0" in text
+    assert "  sitemaps 4 read, 105 page(s) listed (105 with lastmod)" in text
+    assert f"           refused {site.base_url}/sitemaps/gone.xml: http 404" in text
+    assert "  records  100 (new 0, changed 0, unchanged 100)" in text
