@@ -268,3 +268,16 @@ def test_sluice_run_says_what_the_sitemaps_gave_and_how_many_pages_were_not_due(
     assert "  sitemaps 4 read, 105 page(s) listed (105 with lastmod)" in text
     assert f"           refused {site.base_url}/sitemaps/gone.xml: http 404" in text
     assert "  records  100 (new 0, changed 0, unchanged 100)" in text
+
+
+def test_a_sitemap_on_an_address_the_run_may_not_reach_is_refused_by_the_address_guard(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline.configure(allow_loopback=False)  # as deployed: 127.0.0.1 is not a target
+    pipeline.spec(sitemap_spec(books_spec, site.base_url))
+    run_id = pipeline.run(CRAWL)
+
+    [(url, reason)] = refusals(pipeline.summary(CRAWL, run_id)).items()
+    assert url == f"{site.base_url}{INDEX}"
+    assert "loopback" in reason
+    assert site.stats.total == 0  # not even robots.txt was asked
