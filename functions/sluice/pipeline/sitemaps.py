@@ -71,7 +71,7 @@ async def _read(
     )
     try:
         async with fetcher:
-            reading = _Reading(spec, sitemaps, fetcher, writer, own, time.monotonic() + budget_s)
+            reading = _Reading(spec, run_id, sitemaps, fetcher, writer, own, time.monotonic() + budget_s)
             await reading.run()
         writer.commit(reading.report)
     except BaseException:
@@ -97,6 +97,7 @@ class _Reading:
     def __init__(
         self,
         spec: CrawlSpec,
+        run_id: str,
         sitemaps: Sitemaps,
         fetcher: PageFetcher,
         writer: SitemapSeedWriter,
@@ -105,6 +106,7 @@ class _Reading:
     ) -> None:
         self.spec, self.sitemaps, self.fetcher, self.writer, self.own = spec, sitemaps, fetcher, writer, own
         self.deadline = deadline
+        self.log = {"crawl": spec.name, "run_id": run_id}
         self.scope = Scope.from_spec(spec)
         self.report = SitemapReport()
         self.room = min(sitemaps.max_urls or MAX_SEED_URLS, max(0, spec.follow.max_pages - len(own)))
@@ -115,20 +117,20 @@ class _Reading:
         self.documents: set[str] = set()
 
     async def run(self) -> None:
-        level = self._new([_Document(u, 0) for u in self.sitemaps.urls])
+        level = self._new([_Document(_child(u, u) or u, 0) for u in self.sitemaps.urls])
         if self.sitemaps.from_robots:
             level += self._new(await self._from_robots())
         while level:
             room = max(0, self.sitemaps.max_sitemaps - self.report.documents)
             for document in level[room:]:
-                self.report.refuse(document.url, f"over max_sitemaps ({self.sitemaps.max_sitemaps}): not read")
+                self._refuse(document.url, f"over max_sitemaps ({self.sitemaps.max_sitemaps}): not read")
             level = level[:room]
             self.report.documents += len(level)
             answers = await asyncio.gather(*(self._fetch(d.url) for d in level))
             children: list[_Document] = []
             for document, answer in zip(level, answers, strict=True):
                 if isinstance(answer, str):
-                    self.report.refuse(document.url, answer)
+                    self._refuse(document.url, answer)
                 else:
                     children += self._parse(document, *answer)
             level = self._new(children)
@@ -141,7 +143,7 @@ class _Reading:
                 continue
             self.documents.add(document.url)
             if document.depth > self.sitemaps.max_depth:
-                self.report.refuse(
+                self._refuse(
                     document.url, f"nested deeper than max_depth ({self.sitemaps.max_depth} index hops): not read"
                 )
             else:
@@ -156,16 +158,20 @@ class _Reading:
             try:
                 lines = await asyncio.wait_for(self.fetcher.robots.sitemaps(robots), self._left())
             except DeferredFetchError as exc:
-                self.report.refuse(robots, f"robots.txt not read: {exc.reason}")
+                self._refuse(robots, f"robots.txt not read: {exc.reason}")
                 continue
             except TimeoutError:
-                self.report.refuse(robots, "robots.txt not read: the start's time for sitemaps ran out")
+                self._refuse(robots, "robots.txt not read: the start's time for sitemaps ran out")
                 continue
             named = [u for line in lines if (u := _child(line, robots)) is not None]
             if not named:
-                self.report.refuse(robots, "robots.txt names no sitemap (no Sitemap: line)")
+                self._refuse(robots, "robots.txt names no sitemap (no Sitemap: line)")
             found += [_Document(u, 0) for u in named]
         return found
+
+    def _refuse(self, url: str, reason: str) -> None:
+        self.report.refuse(url, reason)
+        logger.warning("sitemap refused", extra={**self.log, "sitemap": url, "reason": reason})
 
     def _left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -210,14 +216,14 @@ class _Reading:
                 if parser.kind == "sitemapindex":
                     child = _child(entry.loc, final_url)
                     if child is None:
-                        self.report.refuse(entry.loc, f"not a sitemap URL a run can read (listed by {document.url})")
+                        self._refuse(entry.loc, f"not a sitemap URL a run can read (listed by {document.url})")
                     else:
                         children.append(_Document(child, document.depth + 1))
                 else:
                     self._page(entry.loc, entry.lastmod, final_url)
         except SitemapError as exc:
             kept = f" ({entries} entries before it taken)" if entries else ""
-            self.report.refuse(document.url, f"malformed: {exc}{kept}")
+            self._refuse(document.url, f"malformed: {exc}{kept}")
         return children
 
     def _page(self, loc: str, lastmod: str | None, base: str) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 
 from sluice.domain.layout import sitemap_report_key, sitemap_seeds_key
 from sluice.domain.pages import MAX_REASON, MAX_URL, url_hash, url_number
-from sluice.observability import logger
 from sluice.pipeline.seedfile import object_lines
 from sluice.ports import ObjectStore, ObjectWriter
 
@@ -49,7 +48,6 @@ class SitemapReport:
         self.refused_count += 1
         if len(self.refused) < MAX_LISTED:
             self.refused.append({"url": url[:MAX_URL], "reason": reason[:MAX_REASON]})
-        logger.warning("sitemap refused", extra={"sitemap": url, "reason": reason})
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
