@@ -59,6 +59,9 @@ def _env(work: Path) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "POWERTOOLS_METRICS_NAMESPACE": "Sluice",
         "AWS_DEFAULT_REGION": "us-east-1",
+        # As in Lambda: the tracer is on, so its import and its patching of botocore are counted.
+        "LAMBDA_TASK_ROOT": str(work / "code"),
+        "AWS_LAMBDA_FUNCTION_NAME": "sluice-measure",
     }
 
 
