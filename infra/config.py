@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+PROJECT_TAG = "project"
+STAGE_TAG = "stage"
+CRAWL_TAG = "crawl"
+"""On the resources of one crawl: its schedule and alarms (a Glue table takes no tags in CloudFormation)."""
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionSettings:
@@ -26,6 +31,8 @@ class StackConfig:
 
     stage: str = "dev"
     prefix: str = "sluice"
+    project: str = "sluice"
+    """The ``project`` tag on every resource (with ``stage``; per-crawl resources add ``crawl``)."""
     runtime: str = "python3.13"
     architecture: str = "arm64"
     scheduler: FunctionSettings = field(
@@ -63,6 +70,11 @@ class StackConfig:
     def name(self, part: str) -> str:
         """A physical resource name: ``sluice-dev-ledger``."""
         return f"{self.prefix}-{self.stage}-{part}"
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """The tags on the stack and every resource in it that takes tags."""
+        return {PROJECT_TAG: self.project, STAGE_TAG: self.stage}
 
     @property
     def queue_name(self) -> str:

@@ -20,7 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from infra.config import StackConfig
+from infra.config import CRAWL_TAG, StackConfig
 from infra.crawls import missing_run_window
 from infra.functions import Functions
 from infra.queues import Queues
@@ -91,8 +91,12 @@ class Monitoring(Construct):
         runbook: str,
         evaluations: int = 1,
         missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
+        crawl: str | None = None,
     ) -> cw.Alarm:
-        """One alarm to the topic: ``sluice-STAGE-NAME``, its meaning and its runbook section in the description."""
+        """One alarm to the topic: ``sluice-STAGE-NAME``, its meaning and its runbook section in the description.
+
+        ``crawl`` names the crawl a per-crawl alarm watches, as its ``crawl`` tag.
+        """
         alarm = cw.Alarm(
             self,
             name,
@@ -108,6 +112,8 @@ class Monitoring(Construct):
             treat_missing_data=missing,
         )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
+        if crawl is not None:
+            cdk.Tags.of(alarm).add(CRAWL_TAG, crawl)
         self.alarms.append(alarm)
         return alarm
 
@@ -121,6 +127,7 @@ class Monitoring(Construct):
             above=False,
             meaning=f"{name}: a run collected under {alerts.record_count_floor:.0%} of the previous run's records.",
             runbook="record-count-drop",
+            crawl=name,
         )
         self._alarm(
             f"{name}-error-rate",
@@ -129,6 +136,7 @@ class Monitoring(Construct):
             above=True,
             meaning=f"{name}: more than {alerts.max_error_rate:.0%} of a run's pages failed.",
             runbook="error-rate",
+            crawl=name,
         )
         self._alarm(
             f"{name}-host-blocked",
@@ -137,6 +145,7 @@ class Monitoring(Construct):
             above=True,
             meaning=f"{name}: a site refused the crawler (403/429 or a block page); its URLs were skipped.",
             runbook="host-blocked",
+            crawl=name,
         )
         self._alarm(
             f"{name}-run-unhealthy",
@@ -145,6 +154,7 @@ class Monitoring(Construct):
             above=False,
             meaning=f"{name}: a run's verdict was unhealthy (unfinished, no records, or a check above).",
             runbook="run-unhealthy",
+            crawl=name,
         )
         if spec.schedule:
             period, evaluations = missing_run_window(spec.schedule)
@@ -155,6 +165,7 @@ class Monitoring(Construct):
                 above=False,
                 meaning=f"{name}: no run has reported within its schedule ({spec.schedule}) plus an hour.",
                 runbook="missing-run",
+                crawl=name,
                 evaluations=evaluations,
                 missing=cw.TreatMissingData.BREACHING,  # silence is the failure this alarm exists for
             )

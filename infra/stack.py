@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack, Tags
 from constructs import Construct
 
 from infra.config import StackConfig
@@ -26,7 +26,12 @@ class SluiceStack(Stack):
         alarm_email: str | None = None,
         **kwargs: object,
     ) -> None:
-        super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        # The stack's own tags (so the account's cost and resource views group it) and, through
+        # Tags.of, every resource in the template that takes tags: with the explicitStackTags flag
+        # the first no longer implies the second, and the template is what the tests can read.
+        super().__init__(scope, id, tags=config.tags, **kwargs)  # type: ignore[arg-type]
+        for key, value in config.tags.items():
+            Tags.of(self).add(key, value)
         self.storage = Storage(self, "Storage", config=config)
         self.queues = Queues(self, "Queues", config=config)
         self.functions = Functions(
