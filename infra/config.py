@@ -66,6 +66,11 @@ class StackConfig:
     log_retention_days: int = 30
     run_deadline_hours: int = 12
     sweep_minutes: int = 15
+    query_scan_limit_gb: int = 20
+    """Athena cancels a query of the output that scans more (20 GB: $0.10 at $5 per TB, docs/querying.md)."""
+    query_results_prefix: str = "query-results/"
+    """Where the workgroup writes query results, in the records bucket (nothing of the pipeline's lives there)."""
+    query_results_retention_days: int = 7
 
     def name(self, part: str) -> str:
         """A physical resource name: ``sluice-dev-ledger``."""
@@ -91,6 +96,28 @@ class StackConfig:
     @property
     def records_table(self) -> str:
         return self.name("records")
+
+    @property
+    def glue_database(self) -> str:
+        """The Glue database of the crawls' tables: ``sluice_dev`` (an Athena name needs no quoting without ``-``)."""
+        return f"{self.prefix}_{self.stage}".replace("-", "_")
+
+    @property
+    def workgroup(self) -> str:
+        return self.name("query")
+
+    @property
+    def query_policy(self) -> str:
+        """The managed policy to attach to whoever queries the output."""
+        return self.name("query-output")
+
+    @property
+    def query_bytes_scanned_cutoff(self) -> int:
+        return self.query_scan_limit_gb * 1_000_000_000
+
+    @property
+    def dashboard(self) -> str:
+        return self.name("runs")
 
     @property
     def finalizer_function(self) -> str:

@@ -207,7 +207,7 @@ class Monitoring(Construct):
     def _dashboard(
         self, config: StackConfig, functions: Functions, queues: Queues, specs: list[CrawlSpec]
     ) -> cw.Dashboard:
-        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=config.name("runs"))
+        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=config.dashboard)
         for spec in specs:
             per_run = Duration.days(1)
             dashboard.add_widgets(

@@ -5,16 +5,18 @@ from __future__ import annotations
 from aws_cdk import CfnOutput, Stack, Tags
 from constructs import Construct
 
+from infra.catalog import RecordsCatalog
 from infra.config import StackConfig
 from infra.functions import Functions
 from infra.monitoring import Monitoring
+from infra.query import Query
 from infra.queues import Queues
 from infra.storage import Storage
 from sluice.spec import CrawlSpec
 
 
 class SluiceStack(Stack):
-    """Scheduler → queue → fetchers → tables and bucket → finalizer → metrics → alarms."""
+    """Scheduler → queue → fetchers → tables and bucket → finalizer → metrics → alarms; the output queryable."""
 
     def __init__(
         self,
@@ -46,6 +48,8 @@ class SluiceStack(Stack):
             specs=specs,
             alarm_email=alarm_email,
         )
+        self.catalog = RecordsCatalog(self, "Catalog", config=config, bucket=self.storage.bucket, specs=specs)
+        self.query = Query(self, "Query", config=config, bucket=self.storage.bucket, catalog=self.catalog)
         CfnOutput(self, "RecordsBucket", value=self.storage.bucket.bucket_name)
         CfnOutput(self, "SchedulerFunction", value=self.functions.scheduler.function_name)
         CfnOutput(self, "DeadLetterQueue", value=self.queues.dead_letters.queue_url)
