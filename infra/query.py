@@ -52,6 +52,7 @@ class Query(Construct):
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
+        self.catalog = catalog
         self.results_prefix = config.query_results_prefix
         self.results_location = f"s3://{bucket.bucket_name}/{config.query_results_prefix}"
         self.workgroup = athena.CfnWorkGroup(

@@ -50,7 +50,30 @@ class SluiceStack(Stack):
         )
         self.catalog = RecordsCatalog(self, "Catalog", config=config, bucket=self.storage.bucket, specs=specs)
         self.query = Query(self, "Query", config=config, bucket=self.storage.bucket, catalog=self.catalog)
-        CfnOutput(self, "RecordsBucket", value=self.storage.bucket.bucket_name)
-        CfnOutput(self, "SchedulerFunction", value=self.functions.scheduler.function_name)
-        CfnOutput(self, "DeadLetterQueue", value=self.queues.dead_letters.queue_url)
-        CfnOutput(self, "AlarmTopic", value=self.monitoring.topic.topic_arn)
+        self._outputs()
+
+    def _outputs(self) -> None:
+        """What the runbook and docs/querying.md name, as ``aws cloudformation describe-stacks`` shows it."""
+        storage, queues, monitoring, query = self.storage, self.queues, self.monitoring, self.query
+        dashboard = monitoring.dashboard.dashboard_name
+        outputs = {
+            "RecordsBucket": (storage.bucket.bucket_name, "Runs' records, summaries, seed files, query results"),
+            "LedgerTable": (storage.ledger.table_name, "Runs, locks and every run's URLs"),
+            "RecordsTable": (storage.records.table_name, "Each record key's current record (output.records_table)"),
+            "FrontierQueue": (queues.frontier.queue_url, "The crawl queue (FIFO, a group per host)"),
+            "FrontierQueueArn": (queues.frontier.queue_arn, "Where a dead-letter redrive sends messages"),
+            "DeadLetterQueue": (queues.dead_letters.queue_url, "Messages that failed max_receive_count times"),
+            "DeadLetterQueueArn": (queues.dead_letters.queue_arn, "The source of a dead-letter redrive"),
+            "SchedulerFunction": (self.functions.scheduler.function_name, "Starts a run: sluice start NAME"),
+            "AlarmTopic": (monitoring.topic.topic_arn, "Every alarm notifies this topic: subscribe to be paged"),
+            "Dashboard": (dashboard, "Runs per crawl and the pipeline's health"),
+            "DashboardUrl": (
+                f"https://console.aws.amazon.com/cloudwatch/home?region={self.region}#dashboards:name={dashboard}",
+                "The dashboard in the CloudWatch console",
+            ),
+            "GlueDatabase": (query.catalog.database.ref, "A table per crawl over its runs' records"),
+            "QueryWorkgroup": (query.workgroup.ref, "The Athena workgroup to query the output in"),
+            "QueryPolicy": (query.policy.managed_policy_arn, "Attach to whoever queries the output"),
+        }
+        for name, (value, description) in outputs.items():
+            CfnOutput(self, name, value=value, description=description)
