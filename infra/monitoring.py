@@ -31,6 +31,19 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 RUN_PERIOD = Duration.hours(1)
 
+HOST_BLOCKED_LOG = "host blocked for the run"
+"""The fetcher's log line when the breaker pauses a host (``sluice.pipeline.visit``): host and reason."""
+# Its reason reads "host H blocked: 403 on 12 of 20 answers (60%)" (sluice.fetch.politeness):
+# the refusal, the counts and the share are parsed out of it for the per-host table.
+_BLOCKED_HOSTS_QUERY = [
+    "fields @timestamp, crawl, run_id, host",
+    f'filter message = "{HOST_BLOCKED_LOG}"',
+    r"parse reason /blocked: (?<refusal>.+) on (?<refused>\d+) of (?<answers>\d+) answers \((?<share>[^)]+)\)$/",
+    "display @timestamp, crawl, run_id, host, refusal, refused, answers, share",
+    "sort @timestamp desc",
+    "limit 100",
+]
+
 
 def run_metric(crawl: str, name: RunMetric, statistic: str, period: Duration = RUN_PERIOD) -> cw.Metric:
     """A finalizer metric exactly as emitted: our namespace, the name, the crawl as the only dimension."""
@@ -239,6 +252,23 @@ class Monitoring(Construct):
                     stacked=True,
                     width=8,
                 ),
+                cw.GraphWidget(
+                    title=f"{spec.name}: estimated cost per run (USD)",
+                    # One datum per run: the average over a day is the cost of a run however many ran.
+                    left=[
+                        run_metric(spec.name, RunMetric.ESTIMATED_COST, "Average", per_run).with_(
+                            label="USD per run (summary.json cost.estimated_usd)"
+                        )
+                    ],
+                    left_y_axis=cw.YAxisProps(min=0),
+                    width=12,
+                ),
+                cw.GraphWidget(
+                    title=f"{spec.name}: hosts blocked per run",
+                    left=[run_metric(spec.name, RunMetric.HOSTS_BLOCKED, "Maximum", per_run)],
+                    left_y_axis=cw.YAxisProps(min=0),
+                    width=12,
+                ),
             )
         dashboard.add_widgets(
             cw.TextWidget(markdown="## Pipeline", width=24, height=1),
@@ -267,6 +297,13 @@ class Monitoring(Construct):
                     functions.fetcher.metric_duration(statistic="p99"),
                 ],
                 width=8,
+            ),
+            cw.LogQueryWidget(
+                title="Hosts blocked: refusals per host when the breaker paused it",
+                log_group_names=[functions.fetcher.log_group.log_group_name],
+                query_lines=_BLOCKED_HOSTS_QUERY,
+                view=cw.LogQueryVisualizationType.TABLE,
+                width=24,
             ),
             cw.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24),
         )
