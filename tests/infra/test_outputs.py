@@ -72,7 +72,7 @@ def test_output_points_at_its_resource(stack: SluiceStack, outputs: dict[str, An
     assert outputs[name]["Description"]
 
 
-@pytest.mark.parametrize("doc", ["operations.md"])
+@pytest.mark.parametrize("doc", ["operations.md", "querying.md"])
 def test_every_output_the_docs_name_exists(outputs: dict[str, Any], doc: str) -> None:
     named = set(re.findall(r"`(\w+)` (?:stack )?output", (DOCS / doc).read_text(encoding="utf-8")))
     assert named
