@@ -33,7 +33,7 @@ RUN_PERIOD = Duration.hours(1)
 
 HOST_BLOCKED_LOG = "host blocked for the run"
 """The fetcher's log line when the breaker pauses a host (``sluice.pipeline.visit``): host and reason."""
-# Its reason reads "host H blocked: 403 on 12 of 20 answers (60%)" (sluice.fetch.politeness):
+# Its reason reads "host H blocked: refusals (403/429) on 12 of 20 answers (60%)" (fetch.politeness):
 # the refusal, the counts and the share are parsed out of it for the per-host table.
 _BLOCKED_HOSTS_QUERY = [
     "fields @timestamp, crawl, run_id, host",
