@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, AssetHashType, Duration, Stack
+from aws_cdk import ArnFormat, AssetHashType, Duration, Stack, Tags
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -14,7 +14,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import bundling
-from infra.config import FunctionSettings, StackConfig
+from infra.config import CRAWL_TAG, FunctionSettings, StackConfig
 from infra.queues import Queues
 from infra.storage import Storage
 from sluice.domain.layout import RUNS_PREFIX, SEEDS_PREFIX, WORK_PREFIX
@@ -153,7 +153,7 @@ class Functions(Construct):
         )
 
     def _schedule(self, spec: CrawlSpec, config: StackConfig) -> events.Rule:
-        return events.Rule(
+        rule = events.Rule(
             self,
             f"Schedule-{spec.name}",
             rule_name=config.name(f"schedule-{spec.name}")[:64],
@@ -170,6 +170,8 @@ class Functions(Construct):
                 )
             ],
         )
+        Tags.of(rule).add(CRAWL_TAG, spec.name)
+        return rule
 
 
 def _grant_objects(
