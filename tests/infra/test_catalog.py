@@ -6,19 +6,25 @@ on a stack built from every spec in ``crawls/``: the same construct, the same co
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
+import yaml
 from aws_cdk.assertions import Template
 from infra.app import context
 from infra.config import DEFAULT
 from infra.crawls import CRAWLS, deployed_specs
 from infra.stack import SluiceStack
 
-from sluice.domain.layout import records_file
-from sluice.spec import SPEC_SUFFIXES, CrawlSpec, load_spec
+from sluice.domain.layout import records_file, records_prefix
+from sluice.spec import SPEC_SUFFIXES, CrawlSpec, load_spec, parse_spec
 from sluice.spec.columns import PARTITIONS, record_columns, table_name
+from sluice_tools.demosite import running_demo_site
+from sluice_tools.runner.local import LocalFleet
 
 from .conftest import render
 
@@ -135,3 +141,43 @@ def test_tables_are_created_after_their_database(resources: dict[str, Any]) -> N
     (database,) = (k for k, r in resources.items() if r["Type"] == "AWS::Glue::Database")
     for table in (r for r in resources.values() if r["Type"] == "AWS::Glue::Table"):
         assert database in table.get("DependsOn", [])
+
+
+_HIVE_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "double": (int, float), "bigint": (int,)}
+
+
+def _fits(value: Any, hive: str) -> bool:
+    if value is None:
+        return True
+    if hive.startswith("array<"):
+        return isinstance(value, list) and all(_fits(v, hive[6:-1]) for v in value)
+    return isinstance(value, _HIVE_TYPES[hive]) and not isinstance(value, bool)
+
+
+def test_a_real_runs_output_is_what_the_table_reads(every_crawl: tuple[dict[str, Any], str], tmp_path: Path) -> None:
+    """The demo crawl run for real: its part files sit where the projection points, and every line's keys
+    are the table's columns (as the case-insensitive SerDe matches them) with values of their types."""
+    table = _table(every_crawl, DEMO)
+    columns = {c["Name"]: c["Type"] for c in table["StorageDescriptor"]["Columns"]}
+    template = render(table["Parameters"]["storage.location.template"])
+    with running_demo_site(books=60) as site:
+        text = (CRAWLS / "demo-books.yaml").read_text(encoding="utf-8").replace("http://127.0.0.1:8710", site.base_url)
+        data = yaml.safe_load(text.replace(r"127\.0\.0\.1:8710", re.escape(site.base_url.split("//", 1)[1])))
+        data["seeds"]["range"]["stop"] = 3
+        specs = tmp_path / "crawls"
+        specs.mkdir()
+        (specs / "demo-books.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        run = LocalFleet(specs, tmp_path / "state", workers=1, allow_loopback=True).run(parse_spec(data))
+    assert run.summary["records"]["total"] == 60
+    objects = tmp_path / "state" / "objects"
+    parts = sorted((objects / records_prefix(DEMO.name, run.run_id)).glob("part-*.jsonl"))
+    assert parts
+    folder = template.split("/", 3)[3].replace("${crawl}", DEMO.name).replace("${run}", run.run_id)
+    lines = []
+    for part in parts:
+        assert part.relative_to(objects).as_posix().rsplit("/", 1)[0] + "/" == folder
+        lines += [json.loads(line) for line in part.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 60
+    for line in lines:
+        assert {key.lower() for key in line} == set(columns)
+        assert all(_fits(value, columns[key.lower()]) for key, value in line.items()), line
