@@ -57,6 +57,12 @@ def run_metric(crawl: str, name: RunMetric, statistic: str, period: Duration = R
     )
 
 
+PIPELINE_ALARMS = 5
+"""Dead letters, each function's errors, the fetcher's throttles (what docs/costs.md prices)."""
+ALARMS_PER_CRAWL = 4
+"""Record-count drop, error rate, unhealthy verdict, blocked host; a scheduled crawl adds its missing-run alarm."""
+
+
 class Monitoring(Construct):
     """An encrypted SNS topic as every alarm's action; alarms per crawl and for the pipeline; a dashboard."""
 

@@ -10,6 +10,7 @@ import pytest
 from infra.app import context
 from infra.config import CRAWL_TAG, DEFAULT
 from infra.crawls import deployed_specs
+from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
 from infra.stack import SluiceStack
 
 from sluice.spec import CrawlSpec
@@ -83,3 +84,13 @@ def test_pipeline_alarms_carry_no_crawl(resources: dict[str, Any]) -> None:
         if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"]["AlarmName"] == DEFAULT.name("dead-letters")
     )
     assert CRAWL_TAG not in _tags(alarm)
+
+
+def test_alarm_counts_are_what_the_cost_doc_prices(resources: dict[str, Any]) -> None:
+    """docs/costs.md prices ALARMS_PER_CRAWL (+1 when scheduled) and PIPELINE_ALARMS: they are the template's."""
+    alarms = [a["Properties"] for a in resources.values() if a["Type"] == "AWS::CloudWatch::Alarm"]
+    pipeline = [a for a in alarms if CRAWL_TAG not in _tags(a)]
+    assert len(pipeline) == PIPELINE_ALARMS
+    for spec in deployed_specs():
+        mine = [a for a in alarms if _tags(a).get(CRAWL_TAG) == spec.name]
+        assert len(mine) == ALARMS_PER_CRAWL + (1 if spec.schedule else 0), spec.name
