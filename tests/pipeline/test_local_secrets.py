@@ -12,9 +12,10 @@ import yaml
 
 from sluice.domain.secrets import local_variable
 from sluice_tools.cli import main
-from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.demosite.config import DEMO_LOGIN, DEMO_TOKEN
 
+CRAWLS = Path(__file__).resolve().parents[2] / "crawls"
 CRAWL = "members"
 SESSION_SECRET = "sluice/test/demo-session"
 PASSWORD_SECRET = "ssm:/sluice/test/staff-password"
@@ -88,3 +89,21 @@ def test_sluice_crawl_reads_them_too(
     assert main(["crawl", str(spec), "--allow-loopback", "--out", str(records), "--json"]) == 0
     capsys.readouterr()
     assert len(records.read_text(encoding="utf-8").splitlines()) == 80
+
+
+def test_the_shipped_demo_spec_crawls_both_doors_with_the_values_its_comment_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (CRAWLS / "demo-members.yaml").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line.startswith("#   export "):
+            name, _, value = line.removeprefix("#   export ").partition("=")
+            monkeypatch.setenv(name, value)
+    with running_demo_site(books=100) as site:  # 5 listing pages behind each door
+        spec = tmp_path / "crawls" / "demo-members.yaml"
+        spec.parent.mkdir()
+        spec.write_text(text.replace("http://127.0.0.1:8710", site.base_url), encoding="utf-8")
+        code = main(["run", str(spec), "--allow-loopback", "--state", str(tmp_path / "state"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert (out["pages"]["fetched"], out["records"]["total"]) == (10, 200)
