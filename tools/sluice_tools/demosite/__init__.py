@@ -4,6 +4,8 @@ Catalogue paths: `/` and `/index.html` (301 to page 1), `/catalogue/page-{n}.htm
 `/catalogue/{slug}_{id}/index.html`, `/catalogue/category/{name}_{k}/index.html|page-{n}.html`,
 `/private/...` (disallowed by `/robots.txt`), `/sitemap.xml`, `/media/...` (1x1 GIF).
 Docs paths (docs.py): `/docs/index.html`, `/docs/{section}/index.html`, `/docs/{section}/{slug}.html`.
+The catalogue behind credentials (access.py): `/members/catalogue/...` wants a token (header or
+cookie, 403 without), `/staff/catalogue/...` HTTP basic auth (401 and a challenge without).
 Test endpoints live under `/_test/` (testroutes.py), stats under `/_demo/stats|reset`.
 """
 
