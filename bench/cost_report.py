@@ -5,6 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
+
+from sluice.metrics import RunMetric
+
+POLLING_USD = 0.26
+"""Idle long polls of the event source: about 5 pollers x 3 a minute x 43,200 minutes x $0.50 per million."""
+
 MILLION = 1_000_000
 BATCH_URLS = 100
 """URLs per fetcher invocation: 10 messages of 10 URLs (the event source's batch size)."""
@@ -185,19 +192,25 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
     for s in scenarios:
         estimate = s.get("summary_estimate") or {}
         out.append(f"| {s['label']} | {_usd(s['cost']['total'])} | {_usd(float(estimate.get('estimated_usd', 0)))} |")
+    metrics, per_crawl = len(RunMetric), ALARMS_PER_CRAWL + 1
+    metrics_usd, alarms_usd = metrics * 0.30, (per_crawl + PIPELINE_ALARMS) * 0.10
+    fixed_usd = metrics_usd + alarms_usd + 3.00 + 1.00 + POLLING_USD
     out += [
         "",
         "## Fixed, per month, whether runs happen or not",
         "",
         "| what | arithmetic | cost |",
         "|---|---|---:|",
-        "| run metrics | 11 metrics × $0.30 per crawl | $3.30 per crawl |",
-        "| alarms | 4 per scheduled crawl + 5 pipeline alarms × $0.10 | $0.90 for one crawl |",
-        "| dashboard | 1 | $3.00 |",
+        f"| run metrics | {metrics} metrics × $0.30 per crawl | ${metrics_usd:.2f} per crawl |",
+        f"| alarms | {per_crawl} per scheduled crawl + {PIPELINE_ALARMS} pipeline alarms × $0.10 "
+        f"| ${alarms_usd:.2f} for one crawl |",
+        "| dashboard | 1 (its Logs Insights table of blocked hosts scans the fetcher's logs when viewed, "
+        "$0.005 per GB) | $3.00 |",
         "| alarm topic key | 1 KMS key | $1.00 |",
-        "| idle queue polling | the event source long-polls (20 s): about 5 pollers × 3 a minute | ≈ $0.26 |",
-        "| tables, queues, schedules, functions at rest | | $0 |",
-        "| **total for one scheduled crawl** | | **≈ $8.46** |",
+        "| idle queue polling | the event source long-polls (20 s): about 5 pollers × 3 a minute "
+        f"| ≈ ${POLLING_USD:.2f} |",
+        "| tables, queues, schedules, functions, Glue tables, Athena workgroup at rest | | $0 |",
+        f"| **total for one scheduled crawl** | | **≈ ${fixed_usd:.2f}** |",
         "",
         "Storage: a run's URL entries (about 700 bytes a page) live 15 days in DynamoDB ($0.25 per GB-month):",
         "a nightly million-page crawl keeps about 15 runs, 10 GB, ≈ $2.60 a month. Parts under `work/` expire",

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+PROJECT_TAG = "project"
+STAGE_TAG = "stage"
+CRAWL_TAG = "crawl"
+"""On the resources of one crawl: its schedule and alarms (a Glue table takes no tags in CloudFormation)."""
+
 
 @dataclass(frozen=True, slots=True)
 class FunctionSettings:
@@ -26,6 +31,8 @@ class StackConfig:
 
     stage: str = "dev"
     prefix: str = "sluice"
+    project: str = "sluice"
+    """The ``project`` tag on every resource (with ``stage``; per-crawl resources add ``crawl``)."""
     runtime: str = "python3.13"
     architecture: str = "arm64"
     scheduler: FunctionSettings = field(
@@ -59,10 +66,20 @@ class StackConfig:
     log_retention_days: int = 30
     run_deadline_hours: int = 12
     sweep_minutes: int = 15
+    query_scan_limit_gb: int = 20
+    """Athena cancels a query of the output that scans more (20 GB: $0.10 at $5 per TB, docs/querying.md)."""
+    query_results_prefix: str = "query-results/"
+    """Where the workgroup writes query results, in the records bucket (nothing of the pipeline's lives there)."""
+    query_results_retention_days: int = 7
 
     def name(self, part: str) -> str:
         """A physical resource name: ``sluice-dev-ledger``."""
         return f"{self.prefix}-{self.stage}-{part}"
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """The tags on the stack and every resource in it that takes tags."""
+        return {PROJECT_TAG: self.project, STAGE_TAG: self.stage}
 
     @property
     def queue_name(self) -> str:
@@ -79,6 +96,28 @@ class StackConfig:
     @property
     def records_table(self) -> str:
         return self.name("records")
+
+    @property
+    def glue_database(self) -> str:
+        """The Glue database of the crawls' tables: ``sluice_dev`` (an Athena name needs no quoting without ``-``)."""
+        return f"{self.prefix}_{self.stage}".replace("-", "_")
+
+    @property
+    def workgroup(self) -> str:
+        return self.name("query")
+
+    @property
+    def query_policy(self) -> str:
+        """The managed policy to attach to whoever queries the output."""
+        return self.name("query-output")
+
+    @property
+    def query_bytes_scanned_cutoff(self) -> int:
+        return self.query_scan_limit_gb * 1_000_000_000
+
+    @property
+    def dashboard(self) -> str:
+        return self.name("runs")
 
     @property
     def finalizer_function(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, AssetHashType, Duration, Stack
+from aws_cdk import ArnFormat, AssetHashType, Duration, Stack, Tags
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -14,10 +14,11 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import bundling
-from infra.config import FunctionSettings, StackConfig
+from infra.config import CRAWL_TAG, FunctionSettings, StackConfig
 from infra.queues import Queues
 from infra.storage import Storage
 from sluice.domain.layout import RUNS_PREFIX, SEEDS_PREFIX, WORK_PREFIX
+from sluice.domain.secrets import is_ssm, ssm_parameter
 from sluice.metrics import NAMESPACE
 from sluice.settings import Settings
 from sluice.spec import CrawlSpec
@@ -102,6 +103,7 @@ class Functions(Construct):
         _grant_objects(self.fetcher, storage, WORK_PREFIX, ["s3:PutObject", "s3:GetObject"], list_prefix=True)
         if any(s.output.records_table for s in specs):
             storage.records.grant_write_data(self.fetcher)
+        _grant_secrets(self.fetcher, stack, specs)  # the one function that sends requests
 
         storage.ledger.grant_read_write_data(self.finalizer)
         # Reads this run's parts and the catalog run's output; writes this run's output.
@@ -161,7 +163,7 @@ class Functions(Construct):
         )
 
     def _schedule(self, spec: CrawlSpec, config: StackConfig) -> events.Rule:
-        return events.Rule(
+        rule = events.Rule(
             self,
             f"Schedule-{spec.name}",
             rule_name=config.name(f"schedule-{spec.name}")[:64],
@@ -178,6 +180,8 @@ class Functions(Construct):
                 )
             ],
         )
+        Tags.of(rule).add(CRAWL_TAG, spec.name)
+        return rule
 
 
 def _grant_objects(
@@ -195,6 +199,41 @@ def _grant_objects(
                 conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
             )
         )
+
+
+def _grant_secrets(grantee: lambda_.Function, stack: Stack, specs: list[CrawlSpec]) -> None:
+    """Read exactly the secrets the specs name (by name, in the stack's account and region), and none if none.
+
+    A Secrets Manager secret's ARN ends in ``-`` and six random characters, so its name is matched
+    with ``NAME-??????`` (exactly six, as AWS documents). No kms:Decrypt: Secrets Manager and SSM
+    decrypt with their AWS managed keys on the caller's behalf; a customer managed key's own policy
+    must let the fetcher's role use it (docs/operations.md).
+    """
+    names = sorted({name for spec in specs for name in spec.request.secret_names()})
+    secrets = [
+        stack.format_arn(
+            service="secretsmanager",
+            resource="secret",
+            resource_name=f"{name}-??????",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        for name in names
+        if not is_ssm(name)
+    ]
+    parameters = [
+        stack.format_arn(
+            service="ssm",
+            resource="parameter",
+            resource_name=ssm_parameter(name).lstrip("/"),
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+        for name in names
+        if is_ssm(name)
+    ]
+    if secrets:
+        grantee.add_to_role_policy(iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=secrets))
+    if parameters:
+        grantee.add_to_role_policy(iam.PolicyStatement(actions=["ssm:GetParameter"], resources=parameters))
 
 
 def _grant_invoke_by_name(grantee: lambda_.Function, stack: Stack, function_name: str) -> None:

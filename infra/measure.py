@@ -53,21 +53,32 @@ def zipped_size(folder: Path) -> int:
         return path.stat().st_size
 
 
-def _env(work: Path) -> dict[str, str]:
+def _env(work: Path, *, traced: bool = True) -> dict[str, str]:
+    lambda_only = {
+        # As in Lambda: the tracer is on, so its import and its patching of botocore are counted.
+        "LAMBDA_TASK_ROOT": str(work / "code"),
+        "AWS_LAMBDA_FUNCTION_NAME": "sluice-measure",
+    }
     return {
         "PYTHONPATH": f"{work / 'code'}:{work / 'layer' / 'python'}:{work / 'runtime'}",
         "PYTHONDONTWRITEBYTECODE": "1",
         "POWERTOOLS_METRICS_NAMESPACE": "Sluice",
         "AWS_DEFAULT_REGION": "us-east-1",
+        **(lambda_only if traced else {}),
     }
 
 
-def _time_imports(python: str, work: Path) -> dict[str, dict[str, float]]:
+def _time_imports(python: str, work: Path, *, traced: bool = True) -> dict[str, dict[str, float]]:
     """Each handler imported cold in a fresh process: the runtime's botocore first, then the handler."""
     timings: dict[str, dict[str, float]] = {}
     for handler in HANDLERS:
         answer = subprocess.run(  # noqa: S603
-            [python, "-c", _PROBE, handler], capture_output=True, text=True, env=_env(work), check=True, cwd=work
+            [python, "-c", _PROBE, handler],
+            capture_output=True,
+            text=True,
+            env=_env(work, traced=traced),
+            check=True,
+            cwd=work,
         )
         timings[handler.split(".")[-2]] = json.loads(answer.stdout.strip().splitlines()[-1])
     return timings
@@ -106,13 +117,33 @@ def report(rounds: int = 5) -> dict[str, Any]:
         first = import_handlers(work / "host")
         python = _interpreter(version) or sys.executable
         runs = [first["handlers"]] + [_time_imports(python, work / "host") for _ in range(rounds - 1)]
+        # The tracer's share: the same imports with tracing off (outside Lambda it is never imported),
+        # interleaved with traced ones so that the machine's load falls on both alike.
+        paired = [
+            (_time_imports(python, work / "host"), _time_imports(python, work / "host", traced=False))
+            for _ in range(rounds)
+        ]
     medians = {
         name: {
             key: round(statistics.median(run[name][key] for run in runs), 1) for key in ("botocore_ms", "handler_ms")
         }
         for name in first["handlers"]
     }
-    return {"layer": sizes, "python": first["python"], "rounds": rounds, "cold_import_ms_median": medians}
+    tracer = {
+        name: round(
+            statistics.median(on[name]["handler_ms"] for on, _ in paired)
+            - statistics.median(off[name]["handler_ms"] for _, off in paired),
+            1,
+        )
+        for name in first["handlers"]
+    }
+    return {
+        "layer": sizes,
+        "python": first["python"],
+        "rounds": rounds,
+        "cold_import_ms_median": medians,
+        "tracer_share_of_handler_ms": tracer,
+    }
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from infra.config import StackConfig
+from infra.config import CRAWL_TAG, StackConfig
 from infra.crawls import missing_run_window
 from infra.functions import Functions
 from infra.queues import Queues
@@ -30,6 +30,19 @@ from sluice.spec import CrawlSpec
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 RUN_PERIOD = Duration.hours(1)
+
+HOST_BLOCKED_LOG = "host blocked for the run"
+"""The fetcher's log line when the breaker pauses a host (``sluice.pipeline.visit``): host and reason."""
+# Its reason reads "host H blocked: refusals (403/429) on 12 of 20 answers (60%)" (fetch.politeness):
+# the refusal, the counts and the share are parsed out of it for the per-host table.
+_BLOCKED_HOSTS_QUERY = [
+    "fields @timestamp, crawl, run_id, host",
+    f'filter message = "{HOST_BLOCKED_LOG}"',
+    r"parse reason /blocked: (?<refusal>.+) on (?<refused>\d+) of (?<answers>\d+) answers \((?<share>[^)]+)\)$/",
+    "display @timestamp, crawl, run_id, host, refusal, refused, answers, share",
+    "sort @timestamp desc",
+    "limit 100",
+]
 
 
 def run_metric(crawl: str, name: RunMetric, statistic: str, period: Duration = RUN_PERIOD) -> cw.Metric:
@@ -42,6 +55,12 @@ def run_metric(crawl: str, name: RunMetric, statistic: str, period: Duration = R
         period=period,
         unit=cw.Unit[UNITS[name].name],
     )
+
+
+PIPELINE_ALARMS = 5
+"""Dead letters, each function's errors, the fetcher's throttles (what docs/costs.md prices)."""
+ALARMS_PER_CRAWL = 4
+"""Record-count drop, error rate, unhealthy verdict, blocked host; a scheduled crawl adds its missing-run alarm."""
 
 
 class Monitoring(Construct):
@@ -91,8 +110,12 @@ class Monitoring(Construct):
         runbook: str,
         evaluations: int = 1,
         missing: cw.TreatMissingData = cw.TreatMissingData.NOT_BREACHING,
+        crawl: str | None = None,
     ) -> cw.Alarm:
-        """One alarm to the topic: ``sluice-STAGE-NAME``, its meaning and its runbook section in the description."""
+        """One alarm to the topic: ``sluice-STAGE-NAME``, its meaning and its runbook section in the description.
+
+        ``crawl`` names the crawl a per-crawl alarm watches, as its ``crawl`` tag.
+        """
         alarm = cw.Alarm(
             self,
             name,
@@ -108,6 +131,8 @@ class Monitoring(Construct):
             treat_missing_data=missing,
         )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
+        if crawl is not None:
+            cdk.Tags.of(alarm).add(CRAWL_TAG, crawl)
         self.alarms.append(alarm)
         return alarm
 
@@ -121,6 +146,7 @@ class Monitoring(Construct):
             above=False,
             meaning=f"{name}: a run collected under {alerts.record_count_floor:.0%} of the previous run's records.",
             runbook="record-count-drop",
+            crawl=name,
         )
         self._alarm(
             f"{name}-error-rate",
@@ -129,6 +155,7 @@ class Monitoring(Construct):
             above=True,
             meaning=f"{name}: more than {alerts.max_error_rate:.0%} of a run's pages failed.",
             runbook="error-rate",
+            crawl=name,
         )
         self._alarm(
             f"{name}-host-blocked",
@@ -137,6 +164,7 @@ class Monitoring(Construct):
             above=True,
             meaning=f"{name}: a site refused the crawler (403/429 or a block page); its URLs were skipped.",
             runbook="host-blocked",
+            crawl=name,
         )
         self._alarm(
             f"{name}-run-unhealthy",
@@ -145,6 +173,7 @@ class Monitoring(Construct):
             above=False,
             meaning=f"{name}: a run's verdict was unhealthy (unfinished, no records, or a check above).",
             runbook="run-unhealthy",
+            crawl=name,
         )
         if spec.schedule:
             period, evaluations = missing_run_window(spec.schedule)
@@ -155,6 +184,7 @@ class Monitoring(Construct):
                 above=False,
                 meaning=f"{name}: no run has reported within its schedule ({spec.schedule}) plus an hour.",
                 runbook="missing-run",
+                crawl=name,
                 evaluations=evaluations,
                 missing=cw.TreatMissingData.BREACHING,  # silence is the failure this alarm exists for
             )
@@ -196,7 +226,7 @@ class Monitoring(Construct):
     def _dashboard(
         self, config: StackConfig, functions: Functions, queues: Queues, specs: list[CrawlSpec]
     ) -> cw.Dashboard:
-        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=config.name("runs"))
+        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name=config.dashboard)
         for spec in specs:
             per_run = Duration.days(1)
             dashboard.add_widgets(
@@ -228,6 +258,23 @@ class Monitoring(Construct):
                     stacked=True,
                     width=8,
                 ),
+                cw.GraphWidget(
+                    title=f"{spec.name}: estimated cost per run (USD)",
+                    # One datum per run: the average over a day is the cost of a run however many ran.
+                    left=[
+                        run_metric(spec.name, RunMetric.ESTIMATED_COST, "Average", per_run).with_(
+                            label="USD per run (summary.json cost.estimated_usd)"
+                        )
+                    ],
+                    left_y_axis=cw.YAxisProps(min=0),
+                    width=12,
+                ),
+                cw.GraphWidget(
+                    title=f"{spec.name}: hosts blocked per run",
+                    left=[run_metric(spec.name, RunMetric.HOSTS_BLOCKED, "Maximum", per_run)],
+                    left_y_axis=cw.YAxisProps(min=0),
+                    width=12,
+                ),
             )
         dashboard.add_widgets(
             cw.TextWidget(markdown="## Pipeline", width=24, height=1),
@@ -256,6 +303,13 @@ class Monitoring(Construct):
                     functions.fetcher.metric_duration(statistic="p99"),
                 ],
                 width=8,
+            ),
+            cw.LogQueryWidget(
+                title="Hosts blocked: refusals per host when the breaker paused it",
+                log_group_names=[functions.fetcher.log_group.log_group_name],
+                query_lines=_BLOCKED_HOSTS_QUERY,
+                view=cw.LogQueryVisualizationType.TABLE,
+                width=24,
             ),
             cw.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24),
         )

@@ -54,3 +54,16 @@ def acknowledge(stack: SluiceStack) -> None:
             "(GetObject) under seeds/, which holds nothing else.",
         )
     )
+    policy = stack.query.policy
+    Validations.of(policy).acknowledge(
+        Acknowledgment(
+            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/runs/*]",
+            reason="Querying reads a run's records under runs/crawl=NAME/run=ID/records/, keyed by runs created at "
+            "run time: runs/ is the narrowest resource, and only GetObject is granted on it.",
+        ),
+        Acknowledgment(
+            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/{stack.query.results_prefix}*]",
+            reason="Athena writes each query's results under a key it names per query execution: the workgroup's "
+            "results prefix is the narrowest resource, and it holds nothing but results (expired by lifecycle).",
+        ),
+    )

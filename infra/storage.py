@@ -1,4 +1,4 @@
-"""Where state lives: the run ledger, the records table, the bucket and its access-log bucket."""
+"""Where state lives: the run ledger, the records table, the bucket (runs, work, query results) and its access logs."""
 
 from __future__ import annotations
 
@@ -79,6 +79,12 @@ class Storage(Construct):
                             storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL, transition_after=Duration.days(90)
                         ),
                     ],
+                ),
+                # Athena's results (infra/query.py): a query's answer, read once; the records stay in runs/.
+                s3.LifecycleRule(
+                    id="expire-query-results",
+                    prefix=config.query_results_prefix,
+                    expiration=Duration.days(config.query_results_retention_days),
                 ),
                 s3.LifecycleRule(
                     id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=Duration.days(2)

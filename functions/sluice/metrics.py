@@ -35,6 +35,8 @@ class RunMetric(StrEnum):
     RUN_DURATION = "RunDuration"
     HOSTS_BLOCKED = "HostsBlocked"
     """Hosts the breaker paused for the run: a site that refuses the crawler (403s, 429s, block pages)."""
+    ESTIMATED_COST = "EstimatedCostUSD"
+    """The run's estimated AWS cost in US dollars at list prices: ``cost.estimated_usd`` of its summary."""
 
 
 UNITS: dict[RunMetric, Unit] = {
@@ -51,4 +53,5 @@ UNITS: dict[RunMetric, Unit] = {
     RunMetric.RECORDS_CHANGED: Unit.COUNT,
     RunMetric.RUN_DURATION: Unit.SECONDS,
     RunMetric.HOSTS_BLOCKED: Unit.COUNT,
+    RunMetric.ESTIMATED_COST: Unit.NONE,  # CloudWatch has no currency unit: the name says dollars
 }

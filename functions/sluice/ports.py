@@ -189,3 +189,15 @@ class RecordsTable(Protocol):
     def upsert(self, crawl: str, run_id: str, records: Sequence[Record]) -> None: ...
 
     def get(self, crawl: str, key: str) -> Mapping[str, object] | None: ...
+
+
+class SecretSource(Protocol):
+    """Secrets by name, as the spec's ``request`` section names them (``sluice.domain.secrets``).
+
+    Secrets Manager and SSM when deployed, environment variables locally. The caller reads each
+    name once per container and keeps the value; an adapter never logs one.
+    """
+
+    def read(self, name: str) -> str:
+        """The secret's value; raise :class:`~sluice.domain.secrets.SecretUnavailable` naming it, never its value."""
+        ...

@@ -32,3 +32,24 @@ def template(stack: SluiceStack) -> Template:
 def resources(template: Template) -> dict[str, Any]:
     found: dict[str, Any] = template.to_json()["Resources"]
     return found
+
+
+def render(value: Any) -> str:
+    """A template value as text: ``Fn::Join`` flattened, ``Ref`` as ``<Id>``, ``GetAtt`` as ``<Id>.Arn``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Ref" in value:
+        return f"<{value['Ref']}>"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        logical, attribute = value["Fn::GetAtt"]
+        return f"<{logical}>.{attribute}"
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(render(p) for p in parts)
+    raise AssertionError(f"not a string the tests can read: {value!r}")
+
+
+@pytest.fixture(scope="session")
+def bucket_ref(stack: SluiceStack) -> str:
+    """The records bucket as ``render`` shows a ``Ref`` to it."""
+    return f"<{stack.get_logical_id(stack.storage.bucket.node.default_child)}>"  # type: ignore[arg-type]

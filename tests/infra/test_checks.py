@@ -70,7 +70,7 @@ def _emitted(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     tally = RunTally(seeds=50, seeds_done=50, fetched=40, not_modified=10, records_new=1000, items=1000)
     output = OutputSummary(files=[], records=1000, pages=50, duplicates=0, carried_missing=0, bytes=1, folder="f")
     capsys.readouterr()
-    emit_metrics(run, tally, output, verdict)
+    emit_metrics(run, tally, output, verdict, estimated_usd=0.0123)
     (document,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     emitted: dict[str, Any] = document
     return emitted

@@ -305,6 +305,12 @@ def test_only_xray_is_granted_on_every_resource(resources: dict[str, Any]) -> No
         assert set(statement["Action"]) == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
+def _resources(statement: dict[str, Any]) -> list[Any]:
+    """A statement's resources as a list: @aws-cdk/aws-iam:minimizePolicies merges statements that share actions."""
+    resource = statement["Resource"]
+    return resource if isinstance(resource, list) else [resource]
+
+
 def _s3_grants(resources: dict[str, Any], function: str) -> dict[str, set[str]]:
     """A function's S3 grants: each object prefix (or "list:PREFIX") to its actions."""
     grants: dict[str, set[str]] = {}
@@ -321,9 +327,9 @@ def _s3_grants(resources: dict[str, Any], function: str) -> dict[str, set[str]]:
                 for prefix in prefixes:
                     grants.setdefault(f"list:{prefix}", set()).update(s3)
                 continue
-            resource = json.dumps(statement["Resource"])
-            prefix = next(p for p in ("work/", "runs/", "seeds/") if f"/{p}*" in resource)
-            grants.setdefault(prefix, set()).update(s3)
+            for resource in map(json.dumps, _resources(statement)):
+                prefix = next(p for p in ("work/", "runs/", "seeds/") if f"/{p}*" in resource)
+                grants.setdefault(prefix, set()).update(s3)
     return grants
 
 
@@ -355,8 +361,9 @@ def test_each_function_invokes_only_the_functions_its_step_triggers(resources: d
         function = next((f for f in ("Scheduler", "Fetcher", "Finalizer") if logical.startswith(f"Functions{f}")), None)
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if function and statement["Action"] == "lambda:InvokeFunction":
-                target = json.dumps(statement["Resource"]).rsplit(":function:", 1)[1].split('"')[0]
-                invokes.setdefault(function, set()).add(target)
+                for resource in map(json.dumps, _resources(statement)):
+                    target = resource.rsplit(":function:", 1)[1].split('"')[0]
+                    invokes.setdefault(function, set()).add(target)
     assert invokes == {
         "Scheduler": {DEFAULT.scheduler_function, DEFAULT.finalizer_function},  # continuations; a fan-out outrun
         "Fetcher": {DEFAULT.finalizer_function},

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from sluice.adapters.aws import keys
 from sluice.adapters.aws.items import to_item
 from sluice.domain.pages import PageResult, PartBlock, RecordCounts, record_digests, url_hash
+from sluice.metrics import RunMetric
 from sluice.pipeline.usage import ITEM_OVERHEAD_BYTES, item_bytes
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.meter.dynamo_size import item_size
@@ -29,6 +33,25 @@ def test_summary_prices_one_write_per_url_and_splits_per_page_from_per_run_costs
     assert abs(sum(cost["lines_usd"].values()) - cost["estimated_usd"]) < 1e-5
     assert cost["per_million_pages_usd"] > 0
     assert cost["fixed_per_run_usd"] > 0
+
+
+def test_the_finalizer_emits_the_summarys_cost_estimate_as_a_run_metric(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dashboard's cost per run is this metric: it must be the estimate the summary states."""
+    pipeline.spec(books_spec(CRAWL, site.base_url))
+    capsys.readouterr()
+    run_id = pipeline.run(CRAWL)
+    estimated = pipeline.summary(CRAWL, run_id)["cost"]["estimated_usd"]
+    [document] = [d for d in map(json.loads, _json_lines(capsys.readouterr().out)) if "_aws" in d]
+    [directive] = document["_aws"]["CloudWatchMetrics"]
+    assert {"Name": RunMetric.ESTIMATED_COST.value, "Unit": "None"} in directive["Metrics"]
+    assert estimated > 0
+    assert document[RunMetric.ESTIMATED_COST.value] == [estimated]
+
+
+def _json_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("{")]
 
 
 def test_the_estimate_sizes_a_url_item_within_a_few_percent_of_dynamodbs_rules() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from typing import Any
 
@@ -60,20 +59,22 @@ def queued_urls(pipeline: Any, limit: int) -> Counter[str]:
     return urls
 
 
-def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any_size(aws_pipeline: Any) -> None:
+def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any_size(
+    aws_pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pipeline = aws_pipeline
+    # The fan-out also records its progress every RECORD_EVERY_S of wall time: a write per 5 s, not
+    # per URL, but on a loaded machine the larger run crosses 5 s and makes one more. This test is
+    # about per-URL writes, so the timer is put out of reach (the resume test below sets it to 0).
+    monkeypatch.setattr(start, "RECORD_EVERY_S", 3600.0)
     calls = Calls()
     per_size: dict[int, Counter[str]] = {}
-    periods: dict[int, int] = {}
     for size in (1_000, 4_000):
         name = f"fanout-{size}"
         pipeline.spec(seeds_spec(name, size))
         calls.take()
-        began = time.monotonic()
         answer = scheduler.handler({"crawl": name}, LocalContext(function_name="scheduler", timeout_s=900))  # type: ignore[arg-type]
         per_size[size] = calls.take()
-        # The fan-out records how far it got every RECORD_EVERY_S: a slow machine adds a write a period.
-        periods[size] = int((time.monotonic() - began) // start.RECORD_EVERY_S)
         assert (answer["complete"], answer["enqueued"], answer["total"]) == (True, size, size)
         run = pipeline.run_state(name, answer["run_id"])
         assert (run.seeds, run.seeding) == (size, False)
@@ -83,12 +84,9 @@ def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any
         assert seen["sqs.SendMessageBatch"] == 10 * size // 1_000
         assert seen["s3.PutObject"] == 1  # the seed set, before any seed is sent
         assert seen["dynamodb.TransactWriteItems"] == 1  # the lock and the run, once
-    # Nothing but the queue grows with the seeds: DynamoDB and S3 calls are a constant per run, but
-    # for the progress records time adds (at most one per RECORD_EVERY_S the fan-out took).
-    timed = ("sqs.SendMessageBatch", "dynamodb.UpdateItem")
-    assert {k: v for k, v in small.items() if k not in timed} == {k: v for k, v in large.items() if k not in timed}
-    assert small["dynamodb.UpdateItem"] - periods[1_000] <= large["dynamodb.UpdateItem"]
-    assert large["dynamodb.UpdateItem"] <= small["dynamodb.UpdateItem"] + periods[4_000]
+    # Nothing but the queue grows with the seeds: DynamoDB and S3 calls are a constant per run.
+    fixed = {k: v for k, v in small.items() if k != "sqs.SendMessageBatch"}
+    assert fixed == {k: v for k, v in large.items() if k != "sqs.SendMessageBatch"}
     assert sum(v for k, v in large.items() if k.startswith("dynamodb.")) <= 12
     assert pipeline.services.queue.stats.messages == pipeline.in_queue() == 500
 

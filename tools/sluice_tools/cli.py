@@ -53,6 +53,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _crawl(args: argparse.Namespace) -> int:
     from sluice_tools.crawl.summary import crawl_with_progress
+    from sluice_tools.runner.secrets import MissingSecrets, local_credentials
 
     try:
         spec = load_spec(args.spec)
@@ -61,6 +62,11 @@ def _crawl(args: argparse.Namespace) -> int:
         return 2
     if spec.seeds.sitemaps is not None:
         print("note: sluice crawl does not read sitemaps (sluice run does): their pages are not seeds", file=sys.stderr)
+    try:
+        local_credentials(spec)
+    except MissingSecrets as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 2
     out = Path(args.out or f"out/{spec.name}.jsonl")
     summary = crawl_with_progress(spec, out, allow_loopback=args.allow_loopback, quiet=args.json)
     text = summary.pop("text")
@@ -77,6 +83,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from sluice.messages import MalformedMessage
     from sluice.pipeline.seedfile import SeedFileError
+    from sluice_tools.runner.secrets import MissingSecrets
     from sluice_tools.runner.session import StateInUse
     from sluice_tools.runner.summary import as_json, as_text, progress_bar
 
@@ -106,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
                     path.parent, state, workers=args.workers, allow_loopback=args.allow_loopback, say=say
                 )
                 run = fleet.run(spec, progress=show, restart=args.restart)
-    except (RunInFlight, MalformedMessage, StateInUse, SeedFileError) as exc:
+    except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(as_json(run), indent=2) if args.json else as_text(run))

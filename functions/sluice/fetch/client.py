@@ -29,6 +29,7 @@ from sluice.domain.hosts import host_key
 from sluice.extraction.urls import resolve_link
 from sluice.spec import Politeness
 
+from .credentials import RequestCredentials
 from .errors import DeferredFetchError, PermanentFetchError, RetryableFetchError, SkipFetch, translate
 from .outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from .politeness import HostBlocked, HostGate, HostPaused
@@ -72,7 +73,9 @@ class _Answer:
 class PageFetcher:
     """Fetches pages per a spec's :class:`Politeness`; see the module docstring for the transport choice.
 
-    The fetcher owns its transport (closed by :meth:`aclose`) and keeps no cookies.
+    The fetcher owns its transport (closed by :meth:`aclose`) and keeps no cookies. ``credentials``
+    (the spec's ``request`` section, resolved) add headers to every request, credentials only to the
+    crawl's own hosts, and route every request through the proxy, if one is given.
     """
 
     def __init__(
@@ -84,8 +87,12 @@ class PageFetcher:
         guard: AddressGuard | None = None,
         rng: random.Random | None = None,
         robots_store: RobotsStore | None = None,
+        credentials: RequestCredentials | None = None,
     ) -> None:
+        if transport is not None and credentials is not None and credentials.proxy is not None:
+            raise ValueError("a proxy needs the fetcher's own transport (an injected transport has its own routing)")
         self.politeness = politeness
+        self.credentials = credentials
         self.robots_store = robots_store
         """Where robots.txt answers are shared with the run's other fetchers (None: this fetcher alone)."""
         self.guard = guard if guard is not None else AddressGuard(allow_loopback)
@@ -136,7 +143,10 @@ class PageFetcher:
                 n = spec.concurrency
                 limits = httpx.Limits(max_connections=n, max_keepalive_connections=n, keepalive_expiry=30.0)
                 guard = self.guard
-                self._wire = AiohttpWire(lambda: guarded_session(limits, guard), spec.user_agent, spec.timeout_seconds)
+                proxy = self.credentials.proxy if self.credentials is not None else None
+                self._wire = AiohttpWire(
+                    lambda: guarded_session(limits, guard), spec.user_agent, spec.timeout_seconds, proxy=proxy
+                )
         return self._wire
 
     async def fetch(
@@ -262,10 +272,21 @@ class PageFetcher:
             raise PermanentFetchError("invalid URL") from exc
         headers = validators.request_headers() if validators is not None and not robots_mode else {}
         agent = self.politeness.user_agent
+        credentials = self.credentials
+        if credentials is not None and credentials.proxy is not None:
+            refusal = await self.guard.check(credentials.proxy.url)
+            if refusal is not None:
+                raise SkipFetch(f"proxy refused: {refusal}")
+        carry = True  # credentials go while the chain stays on the crawl's hosts, and never again once it left
+        previous: httpx.URL | None = None
         for hop in range(self.politeness.max_redirects + 1):
             refusal = await self.guard.check(target)
             if refusal is not None:
                 raise SkipFetch(refusal if hop == 0 else f"redirect to {target} refused: {refusal}")
+            sent = headers
+            if credentials is not None:
+                carry = carry and credentials.may_carry(target, previous)
+                sent = {**credentials.headers(with_credentials=carry), **headers}
             delay = None
             if self.politeness.obey_robots and not robots_mode:
                 refusal = await self.robots.check(target, agent)
@@ -275,7 +296,7 @@ class PageFetcher:
             host = host_key(str(target))
             try:
                 async with self.gate.slot(host, delay, max_wait_s=max_wait_s):
-                    result = await self._exchange(target, host, headers, robots_mode)
+                    result = await self._exchange(target, host, sent, robots_mode)
             except HostBlocked as exc:
                 raise SkipFetch(str(exc)) from exc
             except HostPaused as exc:
@@ -283,7 +304,7 @@ class PageFetcher:
             if isinstance(result, _Answer):
                 return result
             self.stats.redirects += 1
-            target = result
+            previous, target = target, result
         raise PermanentFetchError(f"too many redirects ({self.politeness.max_redirects + 1})")
 
     async def _exchange(

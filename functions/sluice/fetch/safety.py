@@ -4,7 +4,10 @@ Limitation (DNS rebinding): :meth:`AddressGuard.check` resolves the host itself 
 resolves it again when it connects, so a hostile DNS answering a public address to the check and
 a private one to the connector (TTL 0) passes the check. PageFetcher's default transport closes
 the gap by re-checking inside its resolver (``transport.GuardedResolver``); an injected transport
-(e.g. httpx's own) does not, so there the check is best effort.
+(e.g. httpx's own) does not, so there the check is best effort. Through a proxy (the spec's
+``request.proxy``) the same holds: the proxy resolves the target and connects to it, so the target
+is checked on this fetcher's DNS answer only, and the connect-time re-check guards the proxy's own
+address (which :meth:`AddressGuard.check` refuses like any other: a proxy on a private network too).
 """
 
 from __future__ import annotations

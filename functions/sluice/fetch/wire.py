@@ -16,7 +16,10 @@ import aiohttp
 import httpx
 from httpx_aiohttp.transport import map_aiohttp_exceptions
 
+from sluice.domain.secrets import Secret
+
 from .body import ACCEPT_ENCODING, decode_capped, read_capped
+from .credentials import Proxy
 
 CHUNK_SIZE = 64 * 1024
 """Raw bytes asked of aiohttp per read (as ``transport.MappedAiohttpTransport`` does)."""
@@ -164,10 +167,23 @@ class AiohttpWire:
     aiohttp's exceptions mapped to the same httpx exceptions.
     """
 
-    def __init__(self, session: Callable[[], aiohttp.ClientSession], user_agent: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        session: Callable[[], aiohttp.ClientSession],
+        user_agent: str,
+        timeout_s: float,
+        *,
+        proxy: Proxy | None = None,
+    ) -> None:
         self._make_session = session
         self._session: aiohttp.ClientSession | None = None
         self._base = base_headers(user_agent)
+        self._proxy = proxy.url if proxy is not None else None
+        self._proxy_auth = (
+            Secret(aiohttp.encode_basic_auth(proxy.username, proxy.password.reveal() if proxy.password else ""))
+            if proxy is not None and proxy.username is not None
+            else None
+        )
         # httpx.Timeout(t) as httpx-aiohttp hands it to aiohttp; asyncio.timeout in PageFetcher bounds the total
         self._timeout = aiohttp.ClientTimeout(sock_connect=timeout_s, sock_read=timeout_s, connect=timeout_s)
 
@@ -179,6 +195,14 @@ class AiohttpWire:
         head = {"host": url.netloc.decode("ascii"), **self._base}
         for name, value in headers.items():
             head[name.lower()] = value
+        tunnel = None
+        if self._proxy_auth is not None:
+            # A plain-http request goes to the proxy whole, so the proxy's credentials are in its head; an
+            # https one is tunnelled (CONNECT), and they go on the CONNECT alone, never to the site.
+            if url.scheme == "https":
+                tunnel = {"proxy-authorization": self._proxy_auth.reveal()}
+            else:
+                head["proxy-authorization"] = self._proxy_auth.reveal()
         try:
             with map_aiohttp_exceptions():
                 response = await session.request(
@@ -189,6 +213,8 @@ class AiohttpWire:
                     auto_decompress=False,
                     compress=False,
                     timeout=self._timeout,
+                    proxy=self._proxy,
+                    proxy_headers=tunnel,
                 ).__aenter__()
         except aiohttp.ClientError as exc:
             message = exc.message if isinstance(exc, aiohttp.ClientResponseError) else str(exc)

@@ -17,6 +17,7 @@ from sluice.adapters.aws.ledger import DynamoRunLedger
 from sluice.adapters.aws.objects import S3Objects
 from sluice.adapters.aws.queue import SqsQueue
 from sluice.adapters.aws.records import DynamoRecords
+from sluice.adapters.aws.secrets import AwsSecrets
 from sluice.pipeline.services import Services, Trigger
 from sluice.settings import Settings
 
@@ -31,7 +32,7 @@ def _invoke_async(function: str) -> Callable[[dict[str, object]], None]:
 
 
 def aws_services(settings: Settings, *, finalize_later: Trigger, continue_start: Trigger) -> Services:
-    """The pipeline's ports on DynamoDB, S3 and SQS, as the settings name them."""
+    """The pipeline's ports on DynamoDB, S3 and SQS, as the settings name them; secrets from Secrets Manager and SSM."""
     return Services(
         tuning=settings.tuning(),
         ledger=DynamoRunLedger(settings.ledger_table),
@@ -40,6 +41,7 @@ def aws_services(settings: Settings, *, finalize_later: Trigger, continue_start:
         queue=SqsQueue(settings.queue_url, urls_per_message=settings.urls_per_message),
         objects=S3Objects(settings.bucket),
         records=DynamoRecords(settings.records_table) if settings.records_table else None,
+        secrets=AwsSecrets(),
         specs_dir=settings.specs_dir,
         finalize_later=finalize_later,
         continue_start=continue_start,

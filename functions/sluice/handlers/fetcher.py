@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers.bootstrap import services
 from sluice.messages import QueuedMessage
-from sluice.observability import logger, tracer
+from sluice.observability import logger, traced_handler
 from sluice.pipeline.visit import Container, visit_batch
 
 _containers = threading.local()
@@ -36,7 +36,7 @@ def _container() -> tuple[asyncio.AbstractEventLoop, Container]:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
+@traced_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     loop, container = _container()
     messages = [QueuedMessage.from_record(r) for r in event.get("Records", [])]

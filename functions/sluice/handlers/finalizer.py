@@ -8,12 +8,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers.bootstrap import services
 from sluice.messages import FinalizeEvent, parse_body
-from sluice.observability import annotate, logger, tracer
+from sluice.observability import annotate, logger, traced_handler
 from sluice.pipeline.finalize import finalize_run, sweep
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
+@traced_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A scheduled sweep arrives as an EventBridge event with its own fields; only our keys matter.
     request = parse_body(FinalizeEvent, event if "crawl" in event or "run_id" in event else {})

@@ -9,14 +9,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers.bootstrap import services
 from sluice.messages import StartEvent, parse_body
-from sluice.observability import annotate, logger, tracer
+from sluice.observability import annotate, logger, traced_handler
 from sluice.pipeline.start import StartFailed, start_run
 
 SAFETY_MARGIN_MS = 60_000
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
+@traced_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     start = parse_body(StartEvent, event)
     logger.append_keys(crawl=start.crawl)

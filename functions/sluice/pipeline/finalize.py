@@ -148,7 +148,7 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
     summary["cost"] = cost_section(variable, fixed, tally.enqueued)
     key = summary_key(crawl, run_id)
     services.objects.put(key, _json(summary), "application/json")
-    emit_metrics(run, tally, output, verdict)
+    emit_metrics(run, tally, output, verdict, estimated_usd=summary["cost"]["estimated_usd"])
     services.ledger.finish(
         crawl, run_id, healthy=verdict.healthy, complete=finished, records=output.records, summary_key=key
     )
@@ -281,8 +281,13 @@ def _json(summary: dict[str, Any]) -> bytes:
     return json.dumps(summary, indent=2, sort_keys=True).encode()
 
 
-def emit_metrics(run: RunState, tally: RunTally, output: OutputSummary, verdict: Verdict) -> None:
-    """One EMF document per run with the crawl as the only dimension, and one alert log event per failed check."""
+def emit_metrics(
+    run: RunState, tally: RunTally, output: OutputSummary, verdict: Verdict, *, estimated_usd: float
+) -> None:
+    """One EMF document per run with the crawl as the only dimension, and one alert log event per failed check.
+
+    ``estimated_usd`` is the summary's cost estimate, so the dashboard shows what each run cost.
+    """
     values: dict[RunMetric, float] = {
         RunMetric.RECORDS_PER_RUN: output.records,
         RunMetric.ERROR_RATE: verdict.error_rate,
@@ -296,6 +301,7 @@ def emit_metrics(run: RunState, tally: RunTally, output: OutputSummary, verdict:
         RunMetric.RECORDS_NEW: tally.records_new,
         RunMetric.RECORDS_CHANGED: tally.records_changed,
         RunMetric.RUN_DURATION: (datetime.now(UTC) - datetime.fromisoformat(run.started_at)).total_seconds(),
+        RunMetric.ESTIMATED_COST: estimated_usd,
     }
     if verdict.record_count_ratio is not None:
         values[RunMetric.RECORD_COUNT_RATIO] = verdict.record_count_ratio

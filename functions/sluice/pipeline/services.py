@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, WorkQueue
+from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, WorkQueue
 from sluice.spec import CrawlSpec, SpecError, load_spec
 
 Trigger = Callable[[dict[str, object]], None]
@@ -62,6 +62,8 @@ class Services:
     """The records table, for specs with ``output.records_table`` (None where the stack has none)."""
     hosts: HostBook | None = None
     """What the fleet knows of each target host between batches (None: one fetcher alone, as in unit tests)."""
+    secrets: SecretSource | None = None
+    """Where the secrets a spec's ``request`` section names are read (None: a spec that names one fails its pages)."""
 
     def spec(self, crawl: str) -> CrawlSpec:
         return load_crawl(self.specs_dir, crawl)

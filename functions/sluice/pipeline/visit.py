@@ -41,19 +41,21 @@ from sluice.domain.pages import (
     url_hash,
 )
 from sluice.domain.runs import Progress, RunState
+from sluice.domain.secrets import Secret, SecretUnavailable, checked
 from sluice.domain.seedset import SeedSet
 from sluice.extraction.charset import parser_input
 from sluice.extraction.extract import Record, extract_page, record_line
 from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
+from sluice.fetch.credentials import RequestCredentials, resolve_request
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
 from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
-from sluice.ports import Claims
+from sluice.ports import Claims, SecretSource
 from sluice.spec import CrawlSpec
 
 IN_PROCESS_WAIT_CAP_S = 5.0
@@ -84,18 +86,38 @@ def visibility_backoff(receive_count: int, retry_after_s: float, rng: random.Ran
 
 @dataclass
 class Container:
-    """What outlives an invocation in one container: fetchers (pools, robots caches), seed sets, link caches."""
+    """What outlives an invocation in one container: fetchers (pools, robots caches, the credentials
+    their requests carry), the secrets read, seed sets, link caches."""
 
     allow_loopback: bool
     rng: random.Random = field(default_factory=random.Random)
     fetchers: dict[str, PageFetcher] = field(default_factory=dict)
     seeds: dict[str, SeedSet] = field(default_factory=dict)
     claims: dict[str, ClaimCache] = field(default_factory=dict)
+    secrets: dict[str, Secret] = field(default_factory=dict)
+    """Each secret a spec names, read once per container (a new container reads a rotated value)."""
 
-    def fetcher(self, spec: CrawlSpec) -> PageFetcher:
+    async def fetcher(self, spec: CrawlSpec, source: SecretSource | None) -> PageFetcher:
+        """The crawl's fetcher, made on first use with the spec's ``request`` section resolved.
+
+        Raises :class:`SecretUnavailable` when a secret it names cannot be read: nothing is cached
+        then, so the next batch asks the store again."""
         if spec.name not in self.fetchers:
-            self.fetchers[spec.name] = PageFetcher(spec.politeness, allow_loopback=self.allow_loopback)
+            credentials = await asyncio.to_thread(self._credentials, spec, source) if spec.request.configured else None
+            self.fetchers[spec.name] = PageFetcher(
+                spec.politeness, allow_loopback=self.allow_loopback, credentials=credentials
+            )
         return self.fetchers[spec.name]
+
+    def _credentials(self, spec: CrawlSpec, source: SecretSource | None) -> RequestCredentials:
+        def read(name: str) -> Secret:
+            if name not in self.secrets:
+                if source is None:
+                    raise SecretUnavailable(name, "no secret store is wired to this pipeline")
+                self.secrets[name] = checked(name, source.read(name))
+            return self.secrets[name]
+
+        return resolve_request(spec.request, Scope.from_spec(spec), read)
 
     def seed_set(self, services: Services, crawl: str, run_id: str) -> SeedSet:
         if run_id not in self.seeds:
@@ -298,10 +320,8 @@ class _RunBatch:
         maybe_done = [h for h, (q, t) in owner.items() if q.receive_count > 1 or t.again]
         known = await asyncio.to_thread(services.frontier.entries, self.run_id, maybe_done) if maybe_done else {}
         todo = [(h, q, t) for h, (q, t) in owner.items() if not _done(known.get(h))]
-        fetcher = self.container.fetcher(spec)
-        if not isinstance(fetcher.robots_store, SharedRobots) or fetcher.robots_store.run_id != self.run_id:
-            fetcher.robots_store = SharedRobots(services.objects, self.crawl, self.run_id)
-        hosts = await self._adopt_hosts(fetcher, todo)
+        fetcher = await self._fetcher(spec)
+        hosts = await self._adopt_hosts(fetcher, todo) if isinstance(fetcher, PageFetcher) else []
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
 
@@ -316,6 +336,11 @@ class _RunBatch:
                     return _Visit(task, _skipped(task, "out of the crawl's scope"))
                 started = time.monotonic()
                 last_try = queued.receive_count >= max_receives
+                if isinstance(fetcher, SecretUnavailable):  # every page fails with the reason (retried if it may pass)
+                    failure = Failed(task.url, str(fetcher), fetcher.retryable)
+                    if fetcher.retryable and not last_try:
+                        return _Retry(task, failure)
+                    return _Visit(task, _failed(task, failure, task.prior.prior() if task.prior else None))
                 try:
                     visit = await asyncio.wait_for(
                         _visit_url(spec, fetcher, task, last_try=last_try), None if math.isinf(budget) else budget
@@ -333,7 +358,8 @@ class _RunBatch:
         visits = [o for o in outcomes if isinstance(o, _Visit)]
         with traced("write batch", pages=len(visits)):
             counted = await asyncio.to_thread(self._write, run, spec, visits)
-        await self._hand_on_hosts(fetcher, hosts)
+        if isinstance(fetcher, PageFetcher):
+            await self._hand_on_hosts(fetcher, hosts)
         failed_by: dict[str, tuple[float, list[str]]] = {}
         crashed: dict[str, BaseException] = {}
         for (_, queued, task), outcome in zip(todo, outcomes, strict=True):
@@ -375,6 +401,20 @@ class _RunBatch:
             },
         )
         return results
+
+    async def _fetcher(self, spec: CrawlSpec) -> PageFetcher | SecretUnavailable:
+        """The container's fetcher for the crawl, sharing robots.txt with the run; or why it cannot be made."""
+        try:
+            fetcher = await self.container.fetcher(spec, self.services.secrets)
+        except SecretUnavailable as exc:
+            logger.error(
+                "secret unavailable",
+                extra={**self.log, "secret": exc.name, "reason": exc.why, "retryable": exc.retryable},
+            )
+            return exc
+        if not isinstance(fetcher.robots_store, SharedRobots) or fetcher.robots_store.run_id != self.run_id:
+            fetcher.robots_store = SharedRobots(self.services.objects, self.crawl, self.run_id)
+        return fetcher
 
     async def _adopt_hosts(self, fetcher: PageFetcher, todo: Sequence[tuple[str, QueuedMessage, UrlTask]]) -> list[str]:
         """Take up each host of the batch where the fleet's last holder of it left it."""

@@ -24,6 +24,7 @@ from sluice.spec.models import (
     Step,
     check_seed_url,
 )
+from sluice.spec.request import BasicAuth, RequestSpec, SecretRef
 
 __all__ = [
     "DEFAULT_RETRY_STATUSES",
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_SEED_URLS",
     "SPEC_SUFFIXES",
     "Alerts",
+    "BasicAuth",
     "CrawlSpec",
     "Extract",
     "ExtractField",
@@ -41,7 +43,9 @@ __all__ = [
     "ProcessStep",
     "RegexStep",
     "ReplaceStep",
+    "RequestSpec",
     "RetryPolicy",
+    "SecretRef",
     "SeedRange",
     "Seeds",
     "Sitemaps",

@@ -29,6 +29,7 @@ from pydantic import (
 from sluice.domain.pages import MAX_URL
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.urls import inspect_url
+from sluice.spec.request import RequestSpec
 from sluice.spec.selectors import FieldSelector, check_css, parse_field_selector
 
 _WHITESPACE = re.compile(r"\s")
@@ -443,6 +444,8 @@ class CrawlSpec(_Strict):
     follow: Follow = Field(default_factory=Follow)
     extract: Extract
     politeness: Politeness = Field(default_factory=Politeness)
+    request: RequestSpec = Field(default_factory=RequestSpec)
+    """Headers, cookies, basic auth and a proxy for every request; secrets by reference only."""
     alerts: Alerts = Field(default_factory=Alerts)
     output: Output = Field(default_factory=Output)
     schedule: str | None = None
@@ -501,6 +504,10 @@ class CrawlSpec(_Strict):
         return frozenset(h.lower() for h in hosts if h)
 
     def digest(self) -> str:
-        """A stable hash of the spec's content, recorded with each run."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
+        """A stable hash of the spec's content, recorded with each run.
+
+        An empty ``request`` section is left out, so specs written before it existed keep their digest
+        (a changed digest makes the next run fetch every page whole). Secrets are in it by name only."""
+        content = self.model_dump(mode="json", exclude=None if self.request.configured else {"request"})
+        canonical = json.dumps(content, sort_keys=True, default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

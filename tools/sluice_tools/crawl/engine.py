@@ -21,6 +21,7 @@ from sluice.extraction.urls import canonicalize_url
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.spec import CrawlSpec
+from sluice_tools.runner.secrets import local_credentials
 
 
 class RecordSink(Protocol):
@@ -220,6 +221,9 @@ async def crawl(
     validators: ValidatorStore | None = None,
     progress: Progress | None = None,
 ) -> CrawlTally:
-    """Crawl ``spec`` from its seeds with a fresh fetcher, closing it afterwards."""
-    async with PageFetcher(spec.politeness, allow_loopback=allow_loopback) as fetcher:
+    """Crawl ``spec`` from its seeds with a fresh fetcher, closing it afterwards.
+
+    The spec's request section is resolved from the environment first (``SLUICE_SECRET_<NAME>``)."""
+    credentials = local_credentials(spec)
+    async with PageFetcher(spec.politeness, allow_loopback=allow_loopback, credentials=credentials) as fetcher:
         return await Crawl(spec, sink, fetcher=fetcher, validators=validators, progress=progress).run()

@@ -6,6 +6,8 @@ Catalogue paths: `/` and `/index.html` (301 to page 1), `/catalogue/page-{n}.htm
 sitemaps (sitemaps.py, named by robots.txt's `Sitemap:` lines): `/sitemap-index.xml`, its children
 `/sitemaps/listings.xml` and `/sitemaps/books.xml.gz`, lastmod moving with the catalogue's versions.
 Docs paths (docs.py): `/docs/index.html`, `/docs/{section}/index.html`, `/docs/{section}/{slug}.html`.
+The catalogue behind credentials (access.py): `/members/catalogue/...` wants a token (header or
+cookie, 403 without), `/staff/catalogue/...` HTTP basic auth (401 and a challenge without).
 Test endpoints live under `/_test/` (testroutes.py), stats under `/_demo/stats|reset`.
 """
 

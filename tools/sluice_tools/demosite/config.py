@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MB = 1024 * 1024
+DEMO_TOKEN = "demo-token-not-a-secret"  # noqa: S105 - the demo site's test value, public by design
+DEMO_LOGIN = ("reader", "demo-password-not-a-secret")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class DemoSiteConfig:
     """Only the first N requests to a path (since reset) may fault; None = every request."""
     log_limit: int = 100_000
     """At most this many request records are kept in stats.log (oldest dropped)."""
+    access_token: str = DEMO_TOKEN
+    """What /members/ pages want in the X-Demo-Token header or the demo_session cookie (access.py)."""
+    staff_login: tuple[str, str] = DEMO_LOGIN
+    """The user name and password /staff/ pages want, by HTTP basic auth."""
 
     def __post_init__(self) -> None:
         fractions = (

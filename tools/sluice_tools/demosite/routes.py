@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from . import access
 from .catalogue import Catalogue
 from .config import DemoSiteConfig
 from .faults import error_page
@@ -66,7 +67,9 @@ def content(request: Request, catalogue: Catalogue, config: DemoSiteConfig) -> R
     """The normal (fault-free) answer for a non-test path."""
     if request.method not in ("GET", "HEAD"):
         return error_page(405, "Method not allowed.", [("Allow", "GET, HEAD")])
-    path = request.path
+    prefix, path = access.split(request.path)
+    if prefix:
+        return _protected(prefix, path, request, catalogue, config)
     if path in _HOME:
         return Response(301, [("Location", catalogue.listing_path(1))])
     if path in _DOCS_HOME:
@@ -82,3 +85,14 @@ def content(request: Request, catalogue: Catalogue, config: DemoSiteConfig) -> R
     if page is None:
         return error_page(404, "Not found.")
     return page_response(page, request)
+
+
+def _protected(prefix: str, path: str, request: Request, catalogue: Catalogue, config: DemoSiteConfig) -> Response:
+    """The catalogue's pages behind ``prefix`` (``access.py``): refused without the credentials it wants."""
+    refused = access.refusal(prefix, request, config)
+    if refused is not None:
+        return refused
+    if path in _HOME:
+        return Response(301, [("Location", prefix + catalogue.listing_path(1))])
+    page = catalogue.get(path)
+    return error_page(404, "Not found.") if page is None else page_response(page, request)

@@ -33,6 +33,7 @@ from sluice.spec import CrawlSpec
 from sluice_tools.emulate import state
 from sluice_tools.emulate.context import LocalContext
 from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
+from sluice_tools.runner.secrets import copy_to_moto, local_credentials
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
 RUN_TIME_LIMIT_S = 3600.0
@@ -63,7 +64,11 @@ class EmulatedRunner:
         self.allow_loopback, self.config = allow_loopback, config
 
     def run(self, spec: CrawlSpec, progress: Progress | None = None) -> LocalRun:
-        """Run ``spec`` once; the functions' JSON logs and EMF metrics go to ``state_dir/logs/``."""
+        """Run ``spec`` once; the functions' JSON logs and EMF metrics go to ``state_dir/logs/``.
+
+        The secrets the spec names are read from the environment, as ``sluice run`` reads them, and
+        stored in moto's Secrets Manager and SSM, where the handlers read them as deployed."""
+        local_credentials(spec)  # refused before moto starts when one is missing
         logs = self.state_dir / "logs" / f"{spec.name}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
         logs.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, logs_to(sink):
@@ -80,6 +85,7 @@ class EmulatedRunner:
             fake_credentials()
             settings = create_resources(self.config, self.specs_dir, allow_loopback=self.allow_loopback)
             state.load(settings, self.state_dir)
+            copy_to_moto(spec)
             triggers = _Triggers()
             services = bootstrap.aws_services(
                 settings, finalize_later=triggers.finalize.append, continue_start=triggers.start.append

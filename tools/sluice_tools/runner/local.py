@@ -35,6 +35,7 @@ from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import StartFailed, start_run
 from sluice.pipeline.visit import Container, visit_batch
 from sluice.spec import CrawlSpec
+from sluice_tools.runner.secrets import local_credentials
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
 RUN_TIME_LIMIT_S = 6 * 3600.0
@@ -93,7 +94,11 @@ class LocalFleet:
         self.say = say or (lambda _: None)
 
     def run(self, spec: CrawlSpec, progress: Progress | None = None, *, restart: bool = False) -> LocalRun:
-        """Run ``spec`` once (or finish the run an interrupted command left); logs go to ``state_dir/logs/``."""
+        """Run ``spec`` once (or finish the run an interrupted command left); logs go to ``state_dir/logs/``.
+
+        Refused (:class:`~sluice_tools.runner.secrets.MissingSecrets`) before anything is opened when
+        a secret the spec names is not in the environment."""
+        local_credentials(spec)
         logs = self.state_dir / "logs" / f"{spec.name}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
         logs.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, logs_to(sink):

@@ -1,4 +1,5 @@
-"""The ports on one machine: a SQLite file (ledger, URLs, queue, records) and a folder of objects.
+"""The ports on one machine: a SQLite file (ledger, URLs, queue, records), a folder of objects, and
+secrets from the environment.
 
 ``sluice run`` uses it by default: the same pipeline steps as the deployed stack, durable after
 every batch, so a killed run resumes where it stopped.
@@ -15,6 +16,7 @@ from sluice.adapters.local.ledger import SqliteRunLedger
 from sluice.adapters.local.objects import FileObjects
 from sluice.adapters.local.queue import SqliteQueue
 from sluice.adapters.local.records import SqliteRecords
+from sluice.adapters.local.secrets import EnvSecrets
 from sluice.adapters.local.store import Database
 from sluice.pipeline.services import Services, Trigger, Tuning
 
@@ -57,6 +59,7 @@ class LocalStore:
             objects=self.objects,
             records=self.records,
             hosts=self.hosts,
+            secrets=EnvSecrets(),
             specs_dir=specs_dir,
             finalize_later=finalize_later,
             continue_start=continue_start,
