@@ -103,7 +103,9 @@ class Functions(Construct):
         _grant_objects(self.fetcher, storage, WORK_PREFIX, ["s3:PutObject", "s3:GetObject"], list_prefix=True)
         if any(s.output.records_table for s in specs):
             storage.records.grant_write_data(self.fetcher)
-        _grant_secrets(self.fetcher, stack, specs)  # the one function that sends requests
+        _grant_secrets(self.fetcher, stack, specs)  # it sends the pages' requests
+        # The scheduler sends requests too, for the specs that read sitemaps (with their request section).
+        _grant_secrets(self.scheduler, stack, [s for s in specs if s.seeds.sitemaps is not None])
 
         storage.ledger.grant_read_write_data(self.finalizer)
         # Reads this run's parts and the catalog run's output; writes this run's output.

@@ -9,6 +9,7 @@ import time
 import httpx
 
 from sluice_tools.demosite import Catalogue, RunningDemoSite
+from sluice_tools.demosite.config import DEMO_TOKEN
 from sluice_tools.demosite.page import version_time
 from sluice_tools.demosite.sitemaps import w3c
 
@@ -75,3 +76,14 @@ def test_test_sitemaps_nest_break_and_bomb(client: httpx.Client, site: RunningDe
     bomb = client.get("/_test/sitemap-bomb?bytes=100000")
     assert bomb.headers["content-type"] == "application/x-gzip"
     assert gzip.decompress(bomb.content) == bytes(100_000)
+
+
+def test_the_sitemaps_behind_a_door_list_the_pages_behind_it(client: httpx.Client, site: RunningDemoSite) -> None:
+    assert client.get("/members/sitemap-index.xml").status_code == 403
+    index = client.get("/members/sitemap-index.xml", headers={"X-Demo-Token": DEMO_TOKEN})
+    assert set(entries(index.content)) == {
+        f"{site.base_url}/members/sitemaps/listings.xml",
+        f"{site.base_url}/members/sitemaps/books.xml.gz",
+    }
+    listings = client.get("/members/sitemaps/listings.xml", headers={"X-Demo-Token": DEMO_TOKEN})
+    assert f"{site.base_url}/members/catalogue/page-1.html" in entries(listings.content)

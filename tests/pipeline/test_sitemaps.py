@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
+from sluice.adapters.aws.clients import client
+from sluice.domain.secrets import local_variable
 from sluice.messages import StartEvent
 from sluice.pipeline.start import start_run
 from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.demosite.config import DEMO_TOKEN
 
 CRAWL = "books"
 INDEX = "/sitemap-index.xml"
@@ -37,9 +40,7 @@ def listed(site: RunningDemoSite) -> set[str]:
 
 def pages_asked(site: RunningDemoSite) -> Counter[str]:
     """The site's request log, sitemaps and robots.txt left out."""
-    return Counter(
-        r.path for r in site.stats.records() if not r.path.startswith(("/sitemap", "/robots.txt", "/_test/sitemap"))
-    )
+    return Counter(r.path for r in site.stats.records() if "/sitemap" not in r.path and r.path != "/robots.txt")
 
 
 def refusals(summary: dict[str, Any]) -> dict[str, str]:
@@ -281,3 +282,30 @@ def test_a_sitemap_on_an_address_the_run_may_not_reach_is_refused_by_the_address
     assert url == f"{site.base_url}{INDEX}"
     assert "loopback" in reason
     assert site.stats.total == 0  # not even robots.txt was asked
+
+
+SESSION_SECRET = "sluice/test/sitemap-session"
+
+
+def test_sitemaps_behind_a_door_are_asked_with_the_specs_request_section(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = sitemap_spec(books_spec, site.base_url)
+    data["seeds"]["sitemaps"]["urls"] = [f"{site.base_url}/members/sitemap-index.xml"]
+    data["request"] = {"cookies": {"demo_session": {"secret": SESSION_SECRET}}}
+    pipeline.spec(data)
+    missing = pipeline.run(CRAWL)  # the secret is not there yet: no sitemap is asked without it
+    [(url, reason)] = refusals(pipeline.summary(CRAWL, missing)).items()
+    assert (url, reason.split(":")[0]) == (f"{site.base_url}/members/sitemap-index.xml", "not read")
+    assert f"secret '{SESSION_SECRET}' unavailable" in reason
+    assert site.stats.count("/members/sitemap-index.xml") == 0
+
+    if pipeline.kind == "local":
+        monkeypatch.setenv(local_variable(SESSION_SECRET), DEMO_TOKEN)
+    else:
+        client("secretsmanager").create_secret(Name=SESSION_SECRET, SecretString=DEMO_TOKEN)
+    run_id = pipeline.run(CRAWL)
+    summary = pipeline.summary(CRAWL, run_id)
+    assert (summary["sitemaps"]["refused"], summary["sitemaps"]["urls"]) == ([], 105)
+    assert set(pages_asked(site)) == {f"/members{path}" for path in listed(site)}
+    assert (summary["pages"]["fetched"], summary["records"]["total"]) == (105, 100)

@@ -1,7 +1,8 @@
 """Read a run's sitemaps at its start: the listed ones, those robots.txt names, indexes followed, each bounded.
 
 The scheduler reads them once per run, with the fetch layer's own client (the address guard on
-every hop, robots.txt, retries, the body cap, gzip decoded under the same cap) and the run's
+every hop, robots.txt, retries, the body cap, gzip decoded under the same cap, and what the spec's
+``request`` section adds: its headers, its credentials to the crawl's hosts, its proxy) and the run's
 shared robots.txt store, so a site sees its robots.txt asked once for the whole run. Level by
 level from the listed sitemaps (depth 0), at most :data:`READERS` at a time: an index's
 sitemaps are one hop deeper. Every bound refuses what it stops, by name, and takes nothing else
@@ -19,15 +20,18 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from sluice.domain.pages import url_hash, url_number
+from sluice.domain.secrets import SecretUnavailable
 from sluice.domain.seedset import SeedSet
 from sluice.extraction.sitemaps import SitemapError, SitemapParser, lastmod_epoch
 from sluice.extraction.urls import Scope, canonicalize_url, resolve_link
 from sluice.fetch.body import decode_capped
 from sluice.fetch.client import PageFetcher
+from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.errors import DeferredFetchError, PermanentFetchError
 from sluice.fetch.outcomes import Failed, Fetched, NotModified, Skipped
 from sluice.fetch.robots import robots_url
 from sluice.observability import logger
+from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
 from sluice.pipeline.sitemapseeds import SitemapReport, SitemapSeedWriter
@@ -63,16 +67,21 @@ def read_run_sitemaps(
 async def _read(
     services: Services, spec: CrawlSpec, sitemaps: Sitemaps, run_id: str, own: SeedSet, budget_s: float
 ) -> None:
+    credentials, unavailable = _credentials(services, spec)
     writer = SitemapSeedWriter(services.objects, spec.name, run_id)
     fetcher = PageFetcher(
         sitemap_politeness(spec.politeness, sitemaps),
         allow_loopback=services.tuning.allow_loopback,
         robots_store=SharedRobots(services.objects, spec.name, run_id),
+        credentials=credentials,
     )
     try:
         async with fetcher:
             reading = _Reading(spec, run_id, sitemaps, fetcher, writer, own, time.monotonic() + budget_s)
-            await reading.run()
+            if unavailable is None:
+                await reading.run()
+            else:  # what the spec's requests need is missing: no sitemap is asked without it
+                reading.refuse_all(f"not read: {unavailable}")
         writer.commit(reading.report)
     except BaseException:
         writer.abort()
@@ -83,6 +92,20 @@ async def _read(
         **{k: v for k, v in reading.report.as_dict().items() if k != "refused"},
     }
     logger.info("sitemaps read", extra=log)
+
+
+def _credentials(services: Services, spec: CrawlSpec) -> tuple[RequestCredentials | None, SecretUnavailable | None]:
+    """What the sitemaps' requests carry, as the pages' do; or the secret that is missing for good.
+
+    A secret the store may yet give (throttling, a timeout) is raised: the start's retry resumes its run."""
+    if not spec.request.configured:
+        return None, None
+    try:
+        return request_credentials(spec, services.secrets), None
+    except SecretUnavailable as exc:
+        if exc.retryable:
+            raise
+        return None, exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +157,12 @@ class _Reading:
                 else:
                     children += self._parse(document, *answer)
             level = self._new(children)
+
+    def refuse_all(self, reason: str) -> None:
+        """Refuse every listed sitemap and every robots.txt ``from_robots`` would read, for one reason."""
+        robots = [robots_url(site) for site in self.spec.seeds.robots_sites()] if self.sitemaps.from_robots else []
+        for url in [*self.sitemaps.urls, *robots]:
+            self._refuse(url, reason)
 
     def _new(self, documents: list[_Document]) -> list[_Document]:
         """Documents not met before (an index may list one twice, or itself), within ``max_depth``."""

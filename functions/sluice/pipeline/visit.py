@@ -41,17 +41,18 @@ from sluice.domain.pages import (
     url_hash,
 )
 from sluice.domain.runs import Progress, RunState
-from sluice.domain.secrets import Secret, SecretUnavailable, checked
+from sluice.domain.secrets import Secret, SecretUnavailable
 from sluice.domain.seedset import SeedSet
 from sluice.extraction.charset import parser_input
 from sluice.extraction.extract import Record, extract_page, record_line
 from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
-from sluice.fetch.credentials import RequestCredentials, resolve_request
+from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
+from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
@@ -110,14 +111,7 @@ class Container:
         return self.fetchers[spec.name]
 
     def _credentials(self, spec: CrawlSpec, source: SecretSource | None) -> RequestCredentials:
-        def read(name: str) -> Secret:
-            if name not in self.secrets:
-                if source is None:
-                    raise SecretUnavailable(name, "no secret store is wired to this pipeline")
-                self.secrets[name] = checked(name, source.read(name))
-            return self.secrets[name]
-
-        return resolve_request(spec.request, Scope.from_spec(spec), read)
+        return request_credentials(spec, source, self.secrets)
 
     def seed_set(self, services: Services, crawl: str, run_id: str) -> SeedSet:
         if run_id not in self.seeds:

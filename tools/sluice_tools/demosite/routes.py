@@ -94,5 +94,8 @@ def _protected(prefix: str, path: str, request: Request, catalogue: Catalogue, c
         return refused
     if path in _HOME:
         return Response(301, [("Location", prefix + catalogue.listing_path(1))])
+    if path.startswith(SITEMAPS):  # the same sitemaps, of the pages behind the same door
+        sitemap = catalogue.sitemap(_base(request) + prefix, path)
+        return page_response(sitemap, request) if sitemap is not None else error_page(404, "Not found.")
     page = catalogue.get(path)
     return error_page(404, "Not found.") if page is None else page_response(page, request)
