@@ -82,7 +82,15 @@ class Functions(Construct):
         queues.frontier.grant_send_messages(self.scheduler)
         _grant_invoke_by_name(self.scheduler, stack, config.scheduler_function)  # fan-out continuations
         _grant_invoke_by_name(self.scheduler, stack, config.finalizer_function)  # a fan-out the fetchers outran
-        _grant_objects(self.scheduler, storage, WORK_PREFIX, ["s3:PutObject"])  # the seed set
+        # The seed set written; a run's sitemap seeds (seeds.sitemaps) written once, read by its continuations;
+        # robots.txt shared with the run's fetchers.
+        _grant_objects(
+            self.scheduler,
+            storage,
+            WORK_PREFIX,
+            ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
+            list_prefix=True,
+        )
         _grant_objects(self.scheduler, storage, RUNS_PREFIX, ["s3:GetObject"], list_prefix=True)  # catalog index
         _grant_objects(self.scheduler, storage, SEEDS_PREFIX, ["s3:GetObject"], list_prefix=True)  # seed files
 
@@ -95,7 +103,9 @@ class Functions(Construct):
         _grant_objects(self.fetcher, storage, WORK_PREFIX, ["s3:PutObject", "s3:GetObject"], list_prefix=True)
         if any(s.output.records_table for s in specs):
             storage.records.grant_write_data(self.fetcher)
-        _grant_secrets(self.fetcher, stack, specs)  # the one function that sends requests
+        _grant_secrets(self.fetcher, stack, specs)  # it sends the pages' requests
+        # The scheduler sends requests too, for the specs that read sitemaps (with their request section).
+        _grant_secrets(self.scheduler, stack, [s for s in specs if s.seeds.sitemaps is not None])
 
         storage.ledger.grant_read_write_data(self.finalizer)
         # Reads this run's parts and the catalog run's output; writes this run's output.

@@ -46,6 +46,8 @@ class PriorState(_Message):
     """The page's record digests, base64 (empty when it had more than the queue carries)."""
     c: bool = False
     """The page's records are in the catalog run's output (a 304 carries them)."""
+    ft: Annotated[int, Field(ge=0)] | None = None
+    """When the page was last fetched successfully (epoch seconds): what a sitemap's lastmod is compared with."""
 
     @classmethod
     def of(cls, prior: Prior) -> PriorState:
@@ -55,10 +57,18 @@ class PriorState(_Message):
         modified = prior.last_modified if prior.last_modified is None or len(prior.last_modified) <= MAX_LM else None
         if (etag, modified) != (prior.etag, prior.last_modified):
             etag = modified = None  # one validator alone could say "not modified" where the other would not
-        return cls(etag=etag, lm=modified, body=prior.body_hash, n=prior.records, d=digests, c=prior.carried)
+        return cls(
+            etag=etag,
+            lm=modified,
+            body=prior.body_hash,
+            n=prior.records,
+            d=digests,
+            c=prior.carried,
+            ft=prior.fetched_at,
+        )
 
     def prior(self) -> Prior:
-        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c)
+        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c, self.ft)
 
 
 class UrlTask(_Message):
@@ -72,6 +82,9 @@ class UrlTask(_Message):
     prior: PriorState | None = None
     again: bool = False
     """Sent before (a re-sent link, a resumed fan-out): it may be done already, so it is looked up first."""
+    lastmod: Annotated[int, Field(ge=0)] | None = None
+    """A sitemap's lastmod for the page, as the latest epoch second it can mean: a page whose last successful
+    fetch came after it is not requested (:meth:`~sluice.domain.pages.Prior.not_due`)."""
 
 
 class CrawlMessage(_Message):

@@ -26,6 +26,8 @@ class RunMetric(StrEnum):
     RUN_HEALTHY = "RunHealthy"
     PAGES_FETCHED = "PagesFetched"
     PAGES_NOT_MODIFIED = "PagesNotModified"
+    PAGES_NOT_DUE = "PagesNotDue"
+    """Pages not requested because a sitemap's lastmod said they had not changed since their last fetch."""
     PAGES_FAILED = "PagesFailed"
     PAGES_SKIPPED = "PagesSkipped"
     RECORDS_NEW = "RecordsNew"
@@ -44,6 +46,7 @@ UNITS: dict[RunMetric, Unit] = {
     RunMetric.RUN_HEALTHY: Unit.NONE,
     RunMetric.PAGES_FETCHED: Unit.COUNT,
     RunMetric.PAGES_NOT_MODIFIED: Unit.COUNT,
+    RunMetric.PAGES_NOT_DUE: Unit.COUNT,
     RunMetric.PAGES_FAILED: Unit.COUNT,
     RunMetric.PAGES_SKIPPED: Unit.COUNT,
     RunMetric.RECORDS_NEW: Unit.COUNT,

@@ -68,10 +68,11 @@ def test_gzip_when_accepted(client: httpx.Client, site: RunningDemoSite) -> None
 
 def test_robots_and_private_pages(site: RunningDemoSite, client: httpx.Client) -> None:
     robots = client.get("/robots.txt")
-    assert robots.text == "User-agent: *\nDisallow: /private/\n"
+    sitemaps = f"\nSitemap: {site.base_url}/sitemap-index.xml\nSitemap: {site.base_url}/sitemap.xml\n"
+    assert robots.text == "User-agent: *\nDisallow: /private/\n" + sitemaps
     assert robots.headers["content-type"].startswith("text/plain")
     site.set_config(crawl_delay=2)
-    assert client.get("/robots.txt").text == "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
+    assert client.get("/robots.txt").text == "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n" + sitemaps
     assert client.get("/private/staff.html").status_code == 200
     assert b"/private/staff.html" in client.get(LISTING).content
 
@@ -137,7 +138,7 @@ def test_malformed_request_gets_400(site: RunningDemoSite) -> None:
 def test_http10_without_keep_alive_is_closed(site: RunningDemoSite) -> None:
     data = _raw_exchange(site.port, b"GET /robots.txt HTTP/1.0\r\n\r\n")
     assert b"Connection: close" in data
-    assert data.endswith(b"Disallow: /private/\n")
+    assert data.endswith(b"/sitemap.xml\n")  # the last line of robots.txt
 
 
 def test_async_api_start_stop() -> None:

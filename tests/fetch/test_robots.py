@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from sluice.fetch import Failed, Fetched, PageFetcher, RobotsCache, Skipped
+from sluice.fetch.errors import DeferredFetchError
 from sluice.fetch.robots import ROBOTS_MAX_BYTES, RobotsResponse, robots_url
 
 pytestmark = pytest.mark.anyio
@@ -136,6 +137,26 @@ async def test_cache_api_one_load_per_origin() -> None:
     assert loads == ["http://a.example/robots.txt", "https://a.example/robots.txt", "http://a.example:8080/robots.txt"]
     assert cache.crawl_delay("http://a.example/anything", "bot") == 60.0
     assert cache.crawl_delay("http://unloaded.example/", "bot") is None
+
+
+async def test_sitemap_lines_are_read_from_the_same_single_load() -> None:
+    loads: list[str] = []
+    bodies = {
+        "http://a.example/robots.txt": b"Sitemap: http://a.example/s.xml\nUser-agent: *\nDisallow: /x\nsitemap: /r\n",
+        "http://b.example/robots.txt": b"User-agent: *\nDisallow:\n",
+    }
+
+    async def loader(url: str) -> RobotsResponse:
+        loads.append(url)
+        return RobotsResponse(200, bodies[url]) if url in bodies else RobotsResponse(503)
+
+    cache = RobotsCache(loader)
+    assert await cache.sitemaps("http://a.example/page") == ["http://a.example/s.xml", "/r"]  # as written
+    assert await cache.allowed("http://a.example/x", "bot") is False
+    assert await cache.sitemaps("http://b.example/") == []
+    with pytest.raises(DeferredFetchError, match=r"robots\.txt unreachable"):
+        await cache.sitemaps("http://c.example/")
+    assert loads == ["http://a.example/robots.txt", "http://b.example/robots.txt", "http://c.example/robots.txt"]
 
 
 def test_robots_url() -> None:

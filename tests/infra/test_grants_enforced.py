@@ -81,8 +81,8 @@ class GrantedStack:
                 fetcher.close_container()
                 bootstrap.reset()
 
-    def run(self) -> dict[str, Any]:
-        answer = self.as_function("scheduler", lambda: scheduler.handler({"crawl": CRAWL}, _context("scheduler")))
+    def run(self, crawl: str = CRAWL) -> dict[str, Any]:
+        answer = self.as_function("scheduler", lambda: scheduler.handler({"crawl": crawl}, _context("scheduler")))
         assert answer["complete"] is True, answer
         for _ in range(MAX_BATCHES):
             if not self.as_function("fetcher", self._one_batch):
@@ -95,7 +95,7 @@ class GrantedStack:
             request = self.finalize_requests.pop(0)
             self.as_function("finalizer", lambda r=request: finalizer.handler(r, _context("finalizer")))  # type: ignore[misc]
         with grants.acting_as(self.keys[ADMIN]):  # the test reads as an operator, not as a function
-            raw = client("s3").get_object(Bucket=self.settings.bucket, Key=summary_key(CRAWL, answer["run_id"]))
+            raw = client("s3").get_object(Bucket=self.settings.bucket, Key=summary_key(crawl, answer["run_id"]))
             summary: dict[str, Any] = json.loads(raw["Body"].read())
         return summary
 
@@ -177,4 +177,24 @@ def test_a_first_and_a_nightly_run_need_nothing_the_roles_do_not_grant(granted: 
     assert nightly["pages"]["not_modified"] == 3
     assert nightly["records"]["total"] == 60
     assert nightly["verdict"]["healthy"] is True
+    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+
+
+def test_a_run_seeded_from_sitemaps_and_its_nightly_need_nothing_the_roles_do_not_grant(
+    granted: GrantedStack, site: RunningDemoSite
+) -> None:
+    """The scheduler reads sitemaps through robots.txt, stores their pages and reads them back (work/)."""
+    data = _spec(site.base_url) | {
+        "name": "mapped",
+        "seeds": {"urls": [f"{site.base_url}/catalogue/page-1.html"], "sitemaps": "from_robots"},
+    }
+    data["follow"] = {"max_depth": 0, "max_pages": 200}
+    (granted.settings.specs_dir / "mapped.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    load_crawl.cache_clear()
+    first = granted.run("mapped")
+    assert (first["sitemaps"]["refused"], first["sitemaps"]["urls"]) == ([], 63)  # 3 listings, 60 books
+    assert first["records"]["total"] == 60
+    nightly = granted.run("mapped")
+    assert nightly["pages"]["not_due"] == 63
+    assert nightly["records"]["total"] == 60
     assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}

@@ -153,3 +153,24 @@ def test_the_grant_matches_the_stores_arns_and_is_enough_to_read_them(template_j
         with grants.enforced(), grants.acting_as(keys["fetcher"]):  # the actions are those the adapter calls
             secrets = AwsSecrets()
             assert {name: secrets.read(name) for name in VALUES} == VALUES
+
+
+def test_the_scheduler_reads_the_secrets_of_the_specs_that_read_sitemaps_and_no_other() -> None:
+    """It asks for the sitemaps with the spec's request section, as the fetcher asks for the pages."""
+    mapped = parse_spec(
+        {
+            "name": "shop-maps",
+            "seeds": {"sitemaps": ["https://shop-maps.example/sitemap.xml"]},
+            "extract": {"fields": {"title": "h1"}},
+            "request": {"headers": {"X-Api-Token": {"secret": "shop/api-token"}}},
+        }
+    )
+    app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": [], "alarm_email": "oncall@example.com"})
+    stack = SluiceStack(app, "Sluice-dev", config=DEFAULT, specs=[*SPECS, mapped])
+    statements = _secret_statements(Template.from_stack(stack).to_json()["Resources"])
+    assert set(statements) == {"Fetcher", "Scheduler"}
+    [statement] = statements["Scheduler"]
+    assert statement["Action"] == "secretsmanager:GetSecretValue"
+    assert [_arn(r) for r in _listed(statement["Resource"])] == [
+        "arn:<Partition>:secretsmanager:<Region>:<AccountId>:secret:shop/api-token-??????"
+    ]

@@ -335,7 +335,9 @@ def _s3_grants(resources: dict[str, Any], function: str) -> dict[str, set[str]]:
 
 def test_each_function_gets_exactly_the_object_actions_its_step_uses(resources: dict[str, Any]) -> None:
     assert _s3_grants(resources, "Scheduler") == {
-        "work/": {"s3:PutObject"},  # the seed set
+        # the seed set; sitemap seeds written once, read by continuations; shared robots.txt
+        "work/": {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"},
+        "list:work/*": {"s3:ListBucket"},
         "runs/": {"s3:GetObject"},  # the catalog run's page index
         "list:runs/*": {"s3:ListBucket"},
         "seeds/": {"s3:GetObject"},  # seed files (seeds.file), streamed in ranges

@@ -138,6 +138,7 @@ def test_error_rate_over_the_ceiling_is_unhealthy(
         "links": 0,
         "fetched": 5,
         "not_modified": 0,
+        "not_due": 0,
         "failed": 2,
         "gone": 1,
         "skipped": 0,

@@ -94,3 +94,11 @@ def test_a_missing_seed_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "books-seeds.txt").unlink()
     assert main(["validate", str(path)]) == 1
     assert "seeds.file books-seeds.txt: no such file beside the spec" in capsys.readouterr().err
+
+
+def test_a_sitemap_spec_says_its_seeds_come_from_sitemaps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sitemaps = {"urls": ["https://books.example/s.xml"], "from_robots": True}
+    seeds = {"urls": ["https://books.example/"], "sitemaps": sitemaps}
+    assert main(["validate", str(write(tmp_path, {**SPEC, "seeds": seeds}))]) == 0
+    out = capsys.readouterr().out
+    assert "1 seed(s) + the pages of 1 sitemap(s) and the sitemaps of the seeds' robots.txt" in out

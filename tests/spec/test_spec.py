@@ -14,6 +14,9 @@ from sluice.spec.selectors import FieldSelector, parse_field_selector
 CRAWLS = Path(__file__).resolve().parents[2] / "crawls"
 
 
+SITEMAP = "https://b.example/sitemap.xml"
+
+
 def minimal(**overrides: Any) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "name": "books",
@@ -123,7 +126,22 @@ def test_selector_dialect(source: str, css: str | None, pick: str, attr: str | N
         (minimal(extract={"fields": {"bad name": "h1"}}), "extract.fields.bad name"),
         (minimal(name="Books Crawl"), "name: 'Books Crawl' is not a crawl name"),
         (minimal(seeds=["ftp://books.example/"]), "seeds.urls.0: 'ftp://books.example/' is not an http(s) URL"),
-        (minimal(seeds=[]), "seeds: give seed urls, a template with a range, or a seed file"),
+        (minimal(seeds=[]), "seeds: give seed urls, a template with a range, a seed file, or sitemaps"),
+        (minimal(seeds={"sitemaps": {}}), "seeds.sitemaps: give sitemap urls, or from_robots: true"),
+        (minimal(seeds={"sitemaps": ["ftp://b.example/s.xml"]}), "seeds.sitemaps.urls.0: 'ftp://b.example/s.xml'"),
+        (minimal(seeds={"sitemaps": "robots"}), "seeds.sitemaps: 'robots': give a list of sitemap URLs, from_robots"),
+        (minimal(seeds={"sitemaps": {"urls": [SITEMAP], "max_bytes": 10}}), "seeds.sitemaps.max_bytes: Input should"),
+        (minimal(seeds={"sitemaps": {"urls": [SITEMAP], "max_depth": 6}}), "seeds.sitemaps.max_depth: Input should"),
+        (minimal(seeds={"sitemaps": {"urls": [SITEMAP], "max_sitemaps": 0}}), "seeds.sitemaps.max_sitemaps: Input"),
+        (minimal(seeds={"sitemaps": {"urls": [SITEMAP], "from_robot": True}}), "seeds.sitemaps.from_robot: unknown"),
+        (
+            minimal(seeds={"file": "s.txt", "sitemaps": "from_robots"}, follow={"allowed_domains": ["b.example"]}),
+            "seeds: sitemaps.from_robots reads the robots.txt of the seeds' sites: give a seed URL",
+        ),
+        (
+            minimal(seeds={"urls": [f"https://b{n}.example/" for n in range(101)], "sitemaps": "from_robots"}),
+            "seeds: sitemaps.from_robots reads the robots.txt of each seed's site, at most 100; the seeds name 101",
+        ),
         (
             minimal(seeds=[f"https://b.example/{n}" for n in range(10_001)], follow={"max_pages": 20_000}),
             "seeds.urls: 10001 URLs is more than the 10000 a spec may list: put them in a seed file",
@@ -227,3 +245,28 @@ def test_a_deployable_spec_is_named_after_its_file(tmp_path: Path) -> None:
     assert load_spec(path).name == "books"
     with pytest.raises(SpecError, match="name: 'books' must match the file name 'my-books'"):
         load_spec(path, named_after_file=True)
+
+
+def test_sitemaps_take_a_mapping_or_its_two_shorthands_with_bounded_defaults() -> None:
+    listed = parse_spec(minimal(seeds={"sitemaps": [SITEMAP]})).seeds.sitemaps
+    robots = parse_spec(minimal(seeds={"urls": ["https://b.example/"], "sitemaps": "from_robots"})).seeds.sitemaps
+    assert listed is not None
+    assert robots is not None
+    assert (listed.urls, listed.from_robots, robots.urls, robots.from_robots) == ([SITEMAP], False, [], True)
+    assert (listed.max_sitemaps, listed.max_bytes, listed.max_depth, listed.max_urls) == (100, 50 * 1024**2, 2, None)
+
+
+def test_a_sitemap_only_spec_is_scoped_to_the_sitemaps_hosts_and_reads_the_seeds_sites_robots() -> None:
+    spec = parse_spec(minimal(seeds={"sitemaps": {"urls": [SITEMAP, "http://c.example:8080/s.xml.gz"]}}))
+    assert spec.domains() == frozenset({"b.example", "c.example"})
+    seeds = parse_spec(
+        minimal(
+            seeds={
+                "urls": ["https://b.example/a", "https://B.example/b"],
+                "template": "https://d.example/p/{n}",
+                "range": {"start": 1, "stop": 3},
+                "sitemaps": {"urls": ["http://c.example:8080/s.xml"], "from_robots": True},
+            }
+        )
+    ).seeds
+    assert seeds.robots_sites() == ["https://b.example", "https://d.example", "http://c.example:8080"]

@@ -40,8 +40,12 @@ def _validate(args: argparse.Namespace) -> int:
             reach = f"follows links at any depth, up to {follow.max_pages} pages"
         else:
             reach = f"follows links {follow.max_depth} hop(s) from a seed, up to {follow.max_pages} pages"
+        seeds = f"{spec.seeds.count() + seeds_in_file} seed(s)"
+        if (sitemaps := spec.seeds.sitemaps) is not None:
+            robots = " and the sitemaps of the seeds' robots.txt" if sitemaps.from_robots else ""
+            seeds += f" + the pages of {len(sitemaps.urls)} sitemap(s){robots}"
         print(
-            f"ok: {path} (crawl {spec.name!r}, {spec.seeds.count() + seeds_in_file} seed(s), {reach}, "
+            f"ok: {path} (crawl {spec.name!r}, {seeds}, {reach}, "
             f"{len(spec.extract.fields)} field(s), schedule {spec.schedule or 'none'})"
         )
     return status
@@ -56,6 +60,8 @@ def _crawl(args: argparse.Namespace) -> int:
     except SpecError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if spec.seeds.sitemaps is not None:
+        print("note: sluice crawl does not read sitemaps (sluice run does): their pages are not seeds", file=sys.stderr)
     try:
         local_credentials(spec)
     except MissingSecrets as exc:

@@ -34,15 +34,15 @@ class RecordChurn:
     unknown_pages: int = 0
 
     def add_before(self, result: PageResult | None) -> None:
-        """A page of the catalog run: its records were in that run's output if it was fetched or unchanged."""
+        """A page of the catalog run: its records were in that run's output if it was fetched or carried."""
         self._add(self.before, result)
 
     def add_after(self, result: PageResult | None) -> None:
-        """A page of this run: its records are in this run's output if it was fetched or unchanged."""
+        """A page of this run: its records are in this run's output if it was fetched or carried."""
         self._add(self.after, result)
 
     def _add(self, side: list[array[int]], result: PageResult | None) -> None:
-        if result is None or result.outcome not in ("fetched", "not_modified") or not result.records:
+        if result is None or not result.holds_records or not result.records:
             return
         if not result.digests:
             self.unknown_pages += 1

@@ -56,6 +56,16 @@ def robots_key(crawl: str, run_id: str, robots_url: str) -> str:
     return f"{work_prefix(crawl, run_id)}robots/{name}.json"
 
 
+def sitemap_seeds_key(crawl: str, run_id: str) -> str:
+    """The page URLs (and lastmods) the run's sitemaps listed, read once at its start: every continuation reads them."""
+    return f"{work_prefix(crawl, run_id)}sitemaps/urls.tsv"
+
+
+def sitemap_report_key(crawl: str, run_id: str) -> str:
+    """What reading the run's sitemaps found and refused: the summary's ``sitemaps`` section."""
+    return f"{work_prefix(crawl, run_id)}sitemaps/report.json"
+
+
 def frontier_key(crawl: str, run_id: str) -> str:
     """The sorted 64-bit hashes of the run's seed URLs: fetchers never claim a link that is a seed."""
     return f"{work_prefix(crawl, run_id)}frontier.bin"

@@ -12,8 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Outcome = Literal["fetched", "not_modified", "failed", "skipped"]
-OUTCOMES: tuple[Outcome, ...] = ("fetched", "not_modified", "failed", "skipped")
+Outcome = Literal["fetched", "not_modified", "not_due", "failed", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("fetched", "not_modified", "not_due", "failed", "skipped")
+"""``not_due``: a sitemap said the page had not changed since its last successful fetch, so it was not
+requested at all; its records are carried as a 304's are."""
 Origin = Literal["seed", "link"]
 """A seed is enqueued by the scheduler (the spec's seeds and every page the catalog run knew);
 a link is claimed by the page that found it."""
@@ -71,6 +73,21 @@ class Prior:
     """The records the page had, as :func:`record_digests` packs them: tells new, changed, unchanged."""
     carried: bool = False
     """True when the page's records are in the catalog run's output, so a 304 can carry them."""
+    fetched_at: int | None = None
+    """When the page was last fetched successfully (a 200 or a 304), in epoch seconds; None if never."""
+
+    @property
+    def carriable(self) -> bool:
+        """Whether a carry (a 304, the same body again, a sitemap's lastmod) can stand for the page's records."""
+        return self.carried or self.records == 0
+
+    def not_due(self, lastmod: int | None) -> bool:
+        """True when a sitemap's ``lastmod`` (the latest second it can mean) is before the page's last
+        successful fetch and a carry can stand for its records: then the page is not requested at all.
+
+        The same second is not "before": a page changed in the second it was fetched is fetched again.
+        """
+        return lastmod is not None and self.fetched_at is not None and lastmod < self.fetched_at and self.carriable
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +144,18 @@ class PageResult:
     """New links this page found that the run left out because it held ``follow.max_pages`` URLs."""
     beyond_depth: int = 0
     """Links of this page (at ``follow.max_depth``) the run did not know, not followed."""
+    fetched_at: int | None = None
+    """Epoch seconds of the page's last successful fetch: this run's (a 200 or a 304), or, for a page not
+    due, the one its carried records come from. What the next run compares a sitemap's lastmod with."""
 
     @property
     def records(self) -> int:
         return self.counts.total
+
+    @property
+    def holds_records(self) -> bool:
+        """The page's records are this run's: it was fetched, or carried (not modified, not due)."""
+        return self.outcome in ("fetched", "not_modified", "not_due")
 
     @property
     def gone(self) -> bool:
@@ -144,7 +169,8 @@ class PageResult:
             body_hash=self.body_hash,
             records=self.records,
             digests=self.digests,
-            carried=self.outcome in ("fetched", "not_modified") and self.records > 0,
+            carried=self.holds_records and self.records > 0,
+            fetched_at=self.fetched_at,
         )
 
     # -- one plain mapping for every store: short names, since DynamoDB bills attribute names too ---------
@@ -179,6 +205,8 @@ class PageResult:
             plain["cp"] = self.capped_links
         if self.beyond_depth:
             plain["bd"] = self.beyond_depth
+        if self.fetched_at is not None:
+            plain["ft"] = self.fetched_at  # not "t": the ledger's items keep their expiry there
         return plain
 
     @classmethod
@@ -207,10 +235,17 @@ class PageResult:
             fallback_keys=int(plain.get("fk", 0)),
             capped_links=int(plain.get("cp", 0)),
             beyond_depth=int(plain.get("bd", 0)),
+            fetched_at=int(plain["ft"]) if plain.get("ft") is not None else None,
         )
 
 
-_OUTCOME_CODE: dict[Outcome, str] = {"fetched": "f", "not_modified": "n", "failed": "e", "skipped": "k"}
+_OUTCOME_CODE: dict[Outcome, str] = {
+    "fetched": "f",
+    "not_modified": "n",
+    "not_due": "d",
+    "failed": "e",
+    "skipped": "k",
+}
 _CODE_OUTCOME: dict[str, Outcome] = {v: k for k, v in _OUTCOME_CODE.items()}
 
 

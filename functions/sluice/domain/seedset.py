@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from sluice.domain.pages import url_number
 
@@ -44,6 +44,10 @@ class SeedSet:
 
     def __len__(self) -> int:
         return len(self._numbers)
+
+    def numbers(self) -> Iterator[int]:
+        """The set's numbers, in order."""
+        return iter(self._numbers)
 
     def has_number(self, number: int) -> bool:
         i = bisect_left(self._numbers, number)

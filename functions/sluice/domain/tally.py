@@ -70,6 +70,8 @@ class RunTally:
     links_done: int = 0
     fetched: int = 0
     not_modified: int = 0
+    not_due: int = 0
+    """Pages a sitemap said had not changed since their last successful fetch: not requested, carried."""
     failed: int = 0
     skipped: int = 0
     gone: int = 0
@@ -112,6 +114,8 @@ class RunTally:
                 self.fetched += 1
             case "not_modified":
                 self.not_modified += 1
+            case "not_due":
+                self.not_due += 1
             case "failed":
                 self.failed += 1
                 self.gone += result.gone
@@ -169,6 +173,7 @@ class RunTally:
         return RunCounts(
             fetched=self.fetched,
             not_modified=self.not_modified,
+            not_due=self.not_due,
             failed=self.failed,
             skipped=self.skipped,
             records=records_in_output,

@@ -17,6 +17,8 @@ class RunCounts:
 
     fetched: int = 0
     not_modified: int = 0
+    not_due: int = 0
+    """Pages not requested because a sitemap said they had not changed: carried, so neither attempted nor failed."""
     failed: int = 0
     skipped: int = 0
     records: int = 0
@@ -35,7 +37,7 @@ class RunCounts:
 
     @property
     def attempted(self) -> int:
-        """Pages we tried to fetch: skipped pages (robots, refused) are not errors."""
+        """Pages we tried to fetch: skipped pages (robots, refused) are not errors, pages not due were not asked for."""
         return self.fetched + self.not_modified + self.failed
 
     @property

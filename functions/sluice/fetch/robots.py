@@ -106,6 +106,16 @@ class RobotsCache:
         except DeferredFetchError:
             return False
 
+    async def sitemaps(self, url: str | httpx.URL) -> list[str]:
+        """The ``Sitemap:`` lines of the robots.txt that governs ``url``, as written (none when it has none).
+
+        Raises :class:`DeferredFetchError` while the origin's robots.txt is unreachable.
+        """
+        rules = await self._load(robots_url(url))
+        if rules.refusal is not None:
+            raise DeferredFetchError(rules.refusal)
+        return list(rules.parser.sitemaps) if rules.parser is not None else []
+
     def crawl_delay(self, url: str | httpx.URL, user_agent: str) -> float | None:
         """The Crawl-delay for ``url``'s origin (capped), if its robots.txt is loaded and sets one."""
         rules = self._rules.get(robots_url(url))

@@ -29,6 +29,7 @@ from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
 from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_output
 from sluice.pipeline.services import Services
+from sluice.pipeline.sitemapseeds import load_report
 from sluice.pipeline.usage import UsageCounter
 from sluice.spec import Follow
 
@@ -132,6 +133,8 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
     summary["records"]["in_catalog_run"] = gone[0] if gone is not None else None
     if stopped is not None:
         summary["stopped"] = stopped
+    if spec.seeds.sitemaps is not None:
+        summary["sitemaps"] = load_report(services.objects, crawl, run_id)  # None: the start never read them
     finalize_s = time.monotonic() - started
     variable, fixed = count.usage.usage(
         tuning,
@@ -220,6 +223,7 @@ def run_summary(
             "links": tally.links,
             "fetched": tally.fetched,
             "not_modified": tally.not_modified,
+            "not_due": tally.not_due,
             "failed": tally.failed,
             "gone": tally.gone,
             "skipped": tally.skipped,
@@ -290,6 +294,7 @@ def emit_metrics(
         RunMetric.RUN_HEALTHY: 1.0 if verdict.healthy else 0.0,
         RunMetric.PAGES_FETCHED: tally.fetched,
         RunMetric.PAGES_NOT_MODIFIED: tally.not_modified,
+        RunMetric.PAGES_NOT_DUE: tally.not_due,
         RunMetric.PAGES_FAILED: tally.failed,
         RunMetric.PAGES_SKIPPED: tally.skipped,
         RunMetric.HOSTS_BLOCKED: len(tally.blocked),

@@ -91,7 +91,7 @@ class OutputPlan:
 
     def add(self, entry: UrlEntry) -> None:
         result = entry.result
-        if result is None or result.outcome not in ("fetched", "not_modified") or result.records == 0:
+        if result is None or not result.holds_records or result.records == 0:
             return
         number = url_number(entry.url_hash)
         if result.block is not None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from itertools import islice
+from itertools import chain, islice
 
 from sluice.domain.layout import frontier_key
 from sluice.domain.pages import Prior, UrlEntry, url_hash, url_number
@@ -31,6 +31,7 @@ from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.output import PageIndex, load_index
 from sluice.pipeline.seedfile import SeedFileError, deployed_seed_urls
 from sluice.pipeline.services import Services
+from sluice.pipeline.sitemapseeds import SitemapSeeds
 from sluice.spec import CrawlSpec
 
 CHUNK = 1_000
@@ -90,6 +91,10 @@ def _fan_out(
 ) -> StartResult:
     plan = SeedPlan(services, spec, run)
     offset = max(event.offset, run.fanned_out)
+    if plan.unread_sitemaps:
+        if offset > 0:
+            raise ValueError("the pages the run's sitemaps listed are gone from its work prefix: start a new run")
+        plan.read_sitemaps(time_left)
     if offset == 0:
         # Before any seed is sent (a retried start writes the same set again: it is deterministic).
         seeds = plan.seed_set()
@@ -98,7 +103,13 @@ def _fan_out(
         total = len(seeds)
         logger.info(
             "seeds planned",
-            extra={"crawl": spec.name, "run_id": run.run_id, "seeds": total, "catalog_run": run.catalog_run},
+            extra={
+                "crawl": spec.name,
+                "run_id": run.run_id,
+                "seeds": total,
+                "catalog_run": run.catalog_run,
+                "sitemap_pages": plan.sitemaps.count if plan.sitemaps is not None else None,
+            },
         )
     else:
         total = run.seeds
@@ -197,13 +208,20 @@ class SeedPlan:
     """The run's seed tasks as one deterministic stream, and the set of their URL hashes.
 
     Deterministic, so a continuation (or a retried start) skips exactly what was sent. Memory
-    stays at 8 bytes per seed: the catalog is streamed from its store twice, never held.
+    stays at 8 bytes per seed: the catalog is streamed from its store twice, never held. The
+    sitemaps' pages come from what the run's first start read and stored (:meth:`read_sitemaps`),
+    never from the sites again, with the lastmod each task carries.
     """
 
     def __init__(self, services: Services, spec: CrawlSpec, run: RunState) -> None:
         self.services, self.spec, self.run = services, spec, run
         self.scope = Scope.from_spec(spec)
-        self._spec_seeds = SeedSet.of(url_hash(u) for u in self._spec_urls())
+        self.own = SeedSet.of(url_hash(u) for u in self._own_urls())
+        """The spec's own seeds (urls, template, file): the sitemaps' pages add to them."""
+        self.sitemaps: SitemapSeeds | None = None
+        self._spec_seeds = self.own
+        if spec.seeds.sitemaps is not None:
+            self._use(SitemapSeeds.load(services.objects, spec.name, run.run_id))
         self._catalog: RunState | None = None
         if run.catalog_run is not None:
             self._catalog = services.ledger.get_run(spec.name, run.catalog_run)
@@ -211,10 +229,40 @@ class SeedPlan:
         # whose whole block the catalog run's output holds (its page index says which).
         self._carry = self._catalog is not None and self._catalog.spec_digest == spec.digest()
         self._index = load_index(services.objects, spec.name, run.catalog_run) if self._carry else PageIndex()
-        room = spec.follow.max_pages - len(self._spec_seeds)
-        self._catalog_room = max(0, room)
+
+    @property
+    def _catalog_room(self) -> int:
+        return max(0, self.spec.follow.max_pages - len(self._spec_seeds))
+
+    @property
+    def unread_sitemaps(self) -> bool:
+        """The spec has sitemaps and this run has not read them yet (its first start reads them)."""
+        return self.spec.seeds.sitemaps is not None and self.sitemaps is None
+
+    def read_sitemaps(self, time_left: Callable[[], float]) -> None:
+        """Read the spec's sitemaps once for the run and store what they list; the plan then holds their pages."""
+        from sluice.pipeline.sitemaps import read_run_sitemaps  # the HTTP stack, only for specs that need it
+
+        read_run_sitemaps(self.services, self.spec, self.run.run_id, self.own, time_left)
+        self._use(SitemapSeeds.load(self.services.objects, self.spec.name, self.run.run_id))
+
+    def _use(self, sitemaps: SitemapSeeds | None) -> None:
+        self.sitemaps = sitemaps
+        if sitemaps is not None:
+            listed = (url_number(url_hash(u)) for u in sitemaps.urls())
+            self._spec_seeds = SeedSet.of_numbers(chain(self.own.numbers(), listed))
+
+    def _lastmod(self, number: int) -> int | None:
+        return self.sitemaps.lastmod(number) if self.sitemaps is not None else None
 
     def _spec_urls(self) -> Iterator[str]:
+        yield from self._own_urls()
+        if self.sitemaps is not None:
+            for url in self.sitemaps.urls():  # canonical and distinct already; a spec's own seed is sent once
+                if not self.own.has_number(url_number(url_hash(url))):
+                    yield url
+
+    def _own_urls(self) -> Iterator[str]:
         listed: set[str] = set()
         for url in self.spec.seeds.urls:  # an explicit list may repeat itself; a template range does not
             canonical = canonicalize_url(url)
@@ -276,12 +324,17 @@ class SeedPlan:
     def tasks(self) -> Iterator[UrlTask]:
         known: list[int] = []
         for entry, is_seed in self._catalog_entries():
-            known.append(url_number(entry.url_hash))
-            yield UrlTask(url=entry.url, depth=0 if is_seed else entry.depth, origin="seed", prior=self._prior(entry))
+            number = url_number(entry.url_hash)
+            known.append(number)
+            depth = 0 if is_seed else entry.depth
+            yield UrlTask(
+                url=entry.url, depth=depth, origin="seed", prior=self._prior(entry), lastmod=self._lastmod(number)
+            )
         in_catalog = SeedSet.of_numbers(known)
         for url in self._spec_urls():
-            if not in_catalog.has_number(url_number(url_hash(url))):
-                yield UrlTask(url=url, depth=0, origin="seed")
+            number = url_number(url_hash(url))
+            if not in_catalog.has_number(number):
+                yield UrlTask(url=url, depth=0, origin="seed", lastmod=self._lastmod(number))
 
     def _prior(self, entry: UrlEntry) -> PriorState | None:
         if entry.result is None:

@@ -41,17 +41,18 @@ from sluice.domain.pages import (
     url_hash,
 )
 from sluice.domain.runs import Progress, RunState
-from sluice.domain.secrets import Secret, SecretUnavailable, checked
+from sluice.domain.secrets import Secret, SecretUnavailable
 from sluice.domain.seedset import SeedSet
 from sluice.extraction.charset import parser_input
 from sluice.extraction.extract import Record, extract_page, record_line
 from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
-from sluice.fetch.credentials import RequestCredentials, resolve_request
+from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
+from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
@@ -110,14 +111,7 @@ class Container:
         return self.fetchers[spec.name]
 
     def _credentials(self, spec: CrawlSpec, source: SecretSource | None) -> RequestCredentials:
-        def read(name: str) -> Secret:
-            if name not in self.secrets:
-                if source is None:
-                    raise SecretUnavailable(name, "no secret store is wired to this pipeline")
-                self.secrets[name] = checked(name, source.read(name))
-            return self.secrets[name]
-
-        return resolve_request(spec.request, Scope.from_spec(spec), read)
+        return request_credentials(spec, source, self.secrets)
 
     def seed_set(self, services: Services, crawl: str, run_id: str) -> SeedSet:
         if run_id not in self.seeds:
@@ -539,13 +533,14 @@ def _skipped(task: UrlTask, reason: str) -> PageResult:
 
 async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool) -> _Visit | _Retry:
     prior = task.prior.prior() if task.prior is not None else None
+    if prior is not None and prior.not_due(task.lastmod):
+        # A sitemap says the page has not changed since its last fetch: not asked at all, carried as a 304 is.
+        return _Visit(task, _carried(task, prior, Validators(prior.etag, prior.last_modified), None, due=False))
     # Ask "changed since?" only when a 304 can stand for the records (they are in the catalog run's output).
-    conditional = (
-        prior is not None and (prior.carried or prior.records == 0) and bool(prior.etag or prior.last_modified)
-    )
+    conditional = prior is not None and prior.carriable and bool(prior.etag or prior.last_modified)
     validators = Validators(prior.etag, prior.last_modified) if conditional and prior is not None else None
     outcome: FetchOutcome = await fetcher.fetch(task.url, validators, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
-    if isinstance(outcome, NotModified) and (prior is None or not (prior.carried or prior.records == 0)):
+    if isinstance(outcome, NotModified) and (prior is None or not prior.carriable):
         outcome = await fetcher.fetch(task.url, None, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
     match outcome:
         case Failed() if outcome.retryable and not last_try:
@@ -573,20 +568,24 @@ def _failed(task: UrlTask, outcome: Failed, prior: Prior | None = None) -> PageR
     )
 
 
-def _carried(task: UrlTask, prior: Prior, validators: Validators, status: int | None) -> PageResult:
-    """A page whose records are the catalog run's (a 304, or the same body again): counted, nothing rewritten."""
+def _carried(
+    task: UrlTask, prior: Prior, validators: Validators, status: int | None, *, due: bool = True
+) -> PageResult:
+    """A page whose records are the catalog run's (a 304, the same body again, or not due): counted, nothing
+    rewritten. A page not due keeps the time of the fetch its records come from; the others were just fetched."""
     return PageResult(
         url=task.url,
         depth=task.depth,
         origin=task.origin,
-        outcome="not_modified" if status is None else "fetched",
-        status=status or 304,
+        outcome="not_due" if not due else "not_modified" if status is None else "fetched",
+        status=(status or 304) if due else None,  # a page not due was not asked: it has no status
         etag=validators.etag,
         last_modified=validators.last_modified,
         body_hash=prior.body_hash,
         counts=RecordCounts(unchanged=prior.records),
         digests=prior.digests,
         carried=prior.records > 0,
+        fetched_at=int(time.time()) if due else prior.fetched_at,
     )
 
 
@@ -618,6 +617,7 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         rejected={k: v for k, v in extraction.rejected.items() if v},
         digests=packed,
         fallback_keys=sum(r.key_fallback for r in records),
+        fetched_at=int(time.time()),
     )
     found = children(task, extraction.links, spec)
     if found.dropped:

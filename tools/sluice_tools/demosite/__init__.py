@@ -2,7 +2,9 @@
 
 Catalogue paths: `/` and `/index.html` (301 to page 1), `/catalogue/page-{n}.html`,
 `/catalogue/{slug}_{id}/index.html`, `/catalogue/category/{name}_{k}/index.html|page-{n}.html`,
-`/private/...` (disallowed by `/robots.txt`), `/sitemap.xml`, `/media/...` (1x1 GIF).
+`/private/...` (disallowed by `/robots.txt`), `/sitemap.xml`, `/media/...` (1x1 GIF), and the
+sitemaps (sitemaps.py, named by robots.txt's `Sitemap:` lines): `/sitemap-index.xml`, its children
+`/sitemaps/listings.xml` and `/sitemaps/books.xml.gz`, lastmod moving with the catalogue's versions.
 Docs paths (docs.py): `/docs/index.html`, `/docs/{section}/index.html`, `/docs/{section}/{slug}.html`.
 The catalogue behind credentials (access.py): `/members/catalogue/...` wants a token (header or
 cookie, 403 without), `/staff/catalogue/...` HTTP basic auth (401 and a challenge without).

@@ -3,7 +3,8 @@
 ``/members/catalogue/page-1.html`` is ``/catalogue/page-1.html`` for a client that sends the
 token in the ``X-Demo-Token`` header or the ``demo_session`` cookie, and 403 for any other;
 ``/staff/...`` is the same for a client with the staff login, and 401 with a Basic challenge
-for any other. The values are the config's (``DemoSiteConfig``), obvious test values: what a
+for any other. The sitemaps are behind the doors too (``/members/sitemap-index.xml`` lists the
+``/members/`` pages). The values are the config's (``DemoSiteConfig``), obvious test values: what a
 crawl's secrets hold in the tests and the demo.
 """
 

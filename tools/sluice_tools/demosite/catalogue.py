@@ -6,9 +6,8 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from html import escape
 
-from . import render
+from . import render, sitemaps
 from .books import CATEGORIES, Book, category_slug, generate_books
 from .docs import DocsSite
 from .page import Page, version_time
@@ -31,6 +30,7 @@ class Catalogue:
         changed_fraction: float = 0.0,
         broken_selector: bool = False,
         docs_pages: int = 2000,
+        published: float | None = None,
     ) -> None:
         if books < 1 or per_page < 1 or version < 0 or not 0.0 <= changed_fraction <= 1.0:
             raise ValueError("need books >= 1, per_page >= 1, version >= 0, 0 <= fraction <= 1")
@@ -39,6 +39,8 @@ class Catalogue:
         self.docs = DocsSite(docs_pages, seed, version, changed_fraction)
         self.per_page = per_page
         self.version = version
+        self.published = time.time() if published is None else published
+        """When this version went live (epoch seconds; default: now): the lastmod of the pages it changed."""
         self.books: list[Book] = generate_books(books, seed, version, changed_fraction)
         self.pages = -(-books // per_page)
         self.style = render.Style(
@@ -96,28 +98,39 @@ class Catalogue:
                 self._cache[path] = page
         return page
 
-    def sitemap(self, base_url: str) -> Page:
-        """`/sitemap.xml` listing the listing pages, with absolute URLs under `base_url`."""
-        cached = self._sitemaps.get(base_url)
+    def sitemap(self, base_url: str, path: str = "/sitemap.xml") -> Page | None:
+        """The sitemap at ``path`` (``/sitemap.xml``, or sitemaps.py's index and its two children), with absolute
+        URLs under ``base_url``; None if there is none."""
+        key = f"{base_url}{path}"
+        cached = self._sitemaps.get(key)
         if cached is not None:
             return cached
-        urls = "".join(
-            f"<url><loc>{escape(base_url + self.listing_path(n))}</loc>"
-            f"<lastmod>{self._lastmod(self._listing_books(n))}</lastmod></url>\n"
-            for n in range(1, self.pages + 1)
-        )
-        body = (
-            '<?xml version="1.0" encoding="UTF-8"?>\n'
-            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{urls}</urlset>\n'
-        )
-        page = Page(body.encode(), "application/xml; charset=utf-8")
-        if len(self._sitemaps) < 64:
-            self._sitemaps[base_url] = page
+        page = self._render_sitemap(path, base_url)
+        if page is not None and len(self._sitemaps) < 64:
+            self._sitemaps[key] = page
         return page
 
-    def _lastmod(self, books: list[Book]) -> str:
+    def _render_sitemap(self, path: str, base_url: str) -> Page | None:
+        listings = [
+            (base_url + self.listing_path(n), self.lastmod(self._listing_books(n))) for n in range(1, self.pages + 1)
+        ]
+        books = [(base_url + self.detail_path(b), self.lastmod([b])) for b in self.books]
+        if path in ("/sitemap.xml", sitemaps.LISTINGS_PATH):
+            return sitemaps.xml_page(sitemaps.urlset(listings))
+        if path == sitemaps.BOOKS_PATH:
+            return sitemaps.gzip_page(sitemaps.urlset(books))
+        if path == sitemaps.INDEX_PATH:
+            children = [
+                (base_url + sitemaps.LISTINGS_PATH, max(at for _, at in listings)),
+                (base_url + sitemaps.BOOKS_PATH, max(at for _, at in books)),
+            ]
+            return sitemaps.xml_page(sitemaps.sitemap_index(children))
+        return None
+
+    def lastmod(self, books: list[Book]) -> float:
+        """When the last of ``books`` changed: this version's publication, or an older version's fixed day."""
         changed = max((b.changed_in for b in books), default=0)
-        return time.strftime("%Y-%m-%d", time.gmtime(version_time(changed)))
+        return self.published if self.version and changed == self.version else float(version_time(changed))
 
     def _listing_books(self, page: int) -> list[Book]:
         return self.books[(page - 1) * self.per_page : page * self.per_page]

@@ -1,4 +1,4 @@
-"""Content routes: pages with validators and gzip, redirects to page 1 and the docs index, robots, sitemap."""
+"""Content routes: pages with validators and gzip, redirects to page 1 and the docs index, robots, sitemaps."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from .config import DemoSiteConfig
 from .faults import error_page
 from .http1 import Request, Response
 from .page import Page
+from .sitemaps import INDEX_PATH
 
 _HOME = frozenset({"/", "/index.html", "/catalogue", "/catalogue/", "/catalogue/index.html"})
 _DOCS_HOME = frozenset({"/docs", "/docs/"})
 _GIF = bytes.fromhex("47494638396101000100800000ffffff00000021f90401000000002c00000000010001000002024401003b")
-NOT_CONTENT = ("/robots.txt", "/sitemap.xml", "/_test/", "/_demo/")
+SITEMAPS = ("/sitemap.xml", INDEX_PATH, "/sitemaps/")
+NOT_CONTENT = ("/robots.txt", *SITEMAPS, "/_test/", "/_demo/")
 """Path prefixes that are never subject to injected faults."""
 
 
@@ -45,15 +47,20 @@ def page_response(page: Page, request: Request) -> Response:
 
 
 @lru_cache(maxsize=16)
-def robots(crawl_delay: float | None) -> Page:
-    """robots.txt disallowing /private/ for everyone, with an optional Crawl-delay."""
+def robots(crawl_delay: float | None, base_url: str) -> Page:
+    """robots.txt disallowing /private/ for everyone, with an optional Crawl-delay, naming the sitemaps."""
     text = "User-agent: *\nDisallow: /private/\n"
     if crawl_delay is not None:
         text += f"Crawl-delay: {crawl_delay:g}\n"
+    text += f"\nSitemap: {base_url}{INDEX_PATH}\nSitemap: {base_url}/sitemap.xml\n"
     return Page(text.encode(), "text/plain; charset=utf-8")
 
 
 _GIF_PAGE = Page(_GIF, "image/gif")
+
+
+def _base(request: Request) -> str:
+    return f"http://{request.headers.get('host', '127.0.0.1')}"
 
 
 def content(request: Request, catalogue: Catalogue, config: DemoSiteConfig) -> Response:
@@ -68,10 +75,10 @@ def content(request: Request, catalogue: Catalogue, config: DemoSiteConfig) -> R
     if path in _DOCS_HOME:
         return Response(301, [("Location", "/docs/index.html")])
     if path == "/robots.txt":
-        return page_response(robots(config.crawl_delay), request)
-    if path == "/sitemap.xml":
-        host = request.headers.get("host", "127.0.0.1")
-        return page_response(catalogue.sitemap(f"http://{host}"), request)
+        return page_response(robots(config.crawl_delay, _base(request)), request)
+    if path.startswith(SITEMAPS):
+        sitemap = catalogue.sitemap(_base(request), path)
+        return page_response(sitemap, request) if sitemap is not None else error_page(404, "Not found.")
     if path.startswith("/media/"):
         return page_response(_GIF_PAGE, request)
     page = catalogue.get(path)
@@ -87,5 +94,8 @@ def _protected(prefix: str, path: str, request: Request, catalogue: Catalogue, c
         return refused
     if path in _HOME:
         return Response(301, [("Location", prefix + catalogue.listing_path(1))])
+    if path.startswith(SITEMAPS):  # the same sitemaps, of the pages behind the same door
+        sitemap = catalogue.sitemap(_base(request) + prefix, path)
+        return page_response(sitemap, request) if sitemap is not None else error_page(404, "Not found.")
     page = catalogue.get(path)
     return error_page(404, "Not found.") if page is None else page_response(page, request)

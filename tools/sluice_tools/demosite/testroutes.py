@@ -18,6 +18,7 @@ from .faults import error_page, filler, once, trickle
 from .http1 import Request, Response, Result, Streamed
 from .page import HTML, Page, http_date
 from .routes import page_response
+from .sitemaps import GZIP, XML, sitemap_index, urlset
 
 MAX_BOMB = 4 * 1024**3
 _SAFE_URL = ":/?#[]@!$&'()*+,;=%~"
@@ -109,6 +110,9 @@ class FixedEndpoints:
         long-etag?chars=N                   a page whose ETag is N characters long; honours If-None-Match
         many-records?n=N                    a list of N items, <li>record 0</li> ... (the same names on every page)
         deep?depth=N&closed=1|0             N nested <div>s (closed or not) around a link to /_test/status/200
+        sitemap-nest/{n}                    a sitemap index of sitemap-nest/{n-1}; at 0, a urlset of the first listing
+        sitemap-bad?kind=broken|doctype|html   a sitemap that is no sitemap: cut off, with a DTD, or an HTML page
+        sitemap-bomb?bytes=N                a gzip file (not a content coding) inflating to N zero bytes
         """
         name, _, arg = request.path.removeprefix("/_test/").partition("/")
         static = _STATIC.get(name)
@@ -132,12 +136,16 @@ class FixedEndpoints:
             "long-etag": self._long_etag,
             "many-records": self._many_records,
             "deep": self._deep,
+            "sitemap-nest": self._sitemap_nest,
+            "sitemap-bad": self._sitemap_bad,
         }
         handler = handlers.get(name)
         if handler is not None:
             return handler(request, arg)
         if name == "gzip-bomb":
             return self._gzip_bomb(request)
+        if name == "sitemap-bomb":
+            return self._gzip_bomb(request, file=True)
         return error_page(404, "No such test endpoint.")
 
     def _status(self, request: Request, arg: str) -> Result:
@@ -183,14 +191,33 @@ class FixedEndpoints:
         length = size if request.query.get("length", "1") != "0" else None
         return Streamed(200, [("Content-Type", HTML)], filler(size), length)
 
-    async def _gzip_bomb(self, request: Request) -> Result:
+    async def _gzip_bomb(self, request: Request, *, file: bool = False) -> Result:
         size = min(max(0, _int(request, "bytes", 100 * 1024 * 1024)), MAX_BOMB)
         body = self._bombs.get(size)
         if body is None:
             body = await asyncio.get_running_loop().run_in_executor(None, _compress_zeros, size)
             self._bombs[size] = body
-        headers = [("Content-Type", HTML), ("Content-Encoding", "gzip")]
+        headers = [("Content-Type", GZIP)] if file else [("Content-Type", HTML), ("Content-Encoding", "gzip")]
         return Response(200, headers, body)
+
+    def _sitemap_nest(self, request: Request, arg: str) -> Result:
+        n = int(arg) if arg.isdigit() else 0
+        base = f"http://{request.headers.get('host', '127.0.0.1')}"
+        if n > 0:
+            return Response(200, [("Content-Type", XML)], sitemap_index([(f"{base}/_test/sitemap-nest/{n - 1}", 0)]))
+        return Response(200, [("Content-Type", XML)], urlset([(f"{base}/catalogue/page-1.html", 0)]))
+
+    def _sitemap_bad(self, request: Request, arg: str) -> Result:
+        kind = request.query.get("kind", "broken")
+        bodies = {
+            "broken": b'<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n<url><loc>x',
+            "doctype": b'<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY a "aaaaaaaa">]>\n<urlset>&a;</urlset>',
+            "html": b"<!DOCTYPE html>\n<html><body><p>Page not found</p></body></html>",
+        }
+        body = bodies.get(kind)
+        if body is None:
+            return error_page(400, "kind must be broken, doctype or html")
+        return Response(200, [("Content-Type", HTML if kind == "html" else XML)], body)
 
     def _slow(self, request: Request, arg: str) -> Result:
         seconds = _float(request, "seconds", 1.0)

@@ -10,7 +10,7 @@ from sluice.domain.runs import RunState
 from sluice_tools.ops.history import NoSuchRun, RunHistory
 from sluice_tools.ops.table import as_table
 
-DONE_PAGES = ("fetched", "not_modified", "failed", "skipped")
+DONE_PAGES = ("fetched", "not_modified", "not_due", "failed", "skipped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class RunRow:
     healthy: bool | None
     alerts: list[str]
     pages: int | None
-    """Pages done: fetched, not modified, failed or skipped."""
+    """Pages done: fetched, not modified, not due, failed or skipped."""
     failed: int | None
     records: int | None
     cost_usd: float | None

@@ -26,7 +26,7 @@ class RunView:
     def final(cls, summary: dict[str, Any]) -> RunView:
         """The run as its summary counted it: what the bar ends on (the in-flight hints can lag the count)."""
         pages = summary["pages"]
-        done = sum(int(pages.get(k, 0)) for k in ("fetched", "not_modified", "failed", "skipped"))
+        done = sum(int(pages.get(k, 0)) for k in ("fetched", "not_modified", "not_due", "failed", "skipped"))
         return cls(
             done, max(done, int(pages.get("enqueued", done))), int(summary["records"]["total"]), int(pages["failed"])
         )

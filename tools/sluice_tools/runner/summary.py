@@ -35,6 +35,10 @@ def progress_bar(crawl: str, *, enabled: bool) -> Iterator[ProgressFn]:
         yield show
 
 
+_PAGES = ("fetched", "not_modified", "not_due", "failed", "skipped")
+"""The pages ``--json`` counts; ``not_due`` only for crawls seeded from sitemaps, the only ones that have it."""
+
+
 def as_json(run: LocalRun) -> dict[str, Any]:
     """The run in the shape `sluice run --json` promises."""
     s = run.summary
@@ -42,7 +46,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "crawl": run.crawl,
         "run_id": run.run_id,
         "status": s["status"],
-        "pages": {k: s["pages"][k] for k in ("fetched", "not_modified", "failed", "skipped")},
+        "pages": {k: s["pages"].get(k, 0) for k in _PAGES if k != "not_due" or "sitemaps" in s},
         "records": {k: s["records"][k] for k in ("total", "new", "changed", "unchanged")},
         "dead_letters": len(run.dead_letters),
         "resumed": run.resumed,
@@ -52,9 +56,32 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "skips": s.get("skips", {}),
         "rejected": s.get("rejected", {}),
         "previous_run": s["previous_run"],
+        "sitemaps": s.get("sitemaps"),
         "cost": s.get("cost"),
         "outputs": run.outputs,
     }
+
+
+def sitemap_lines(report: dict[str, Any] | None) -> list[str]:
+    """What reading the run's sitemaps found: documents and pages, what was left out, and each refusal."""
+    if report is None:
+        return ["  sitemaps not read: the run's start stopped before it had read them"]
+    lines = [
+        f"  sitemaps {report['documents']} read, {report['urls']} page(s) listed "
+        f"({report['with_lastmod']} with lastmod)"
+    ]
+    left = {
+        "past max_urls": report["left_out"],
+        "out of scope": report["out_of_scope"],
+        "not URLs a run can fetch": report["invalid"],
+    }
+    if any(left.values()):
+        lines.append("           left out: " + ", ".join(f"{n} {why}" for why, n in left.items() if n))
+    for refusal in report["refused"][:5]:
+        lines.append(f"           refused {refusal['url']}: {refusal['reason']}")
+    if report["refused_count"] > 5:
+        lines.append(f"           and {report['refused_count'] - 5} more refused (summary.json lists 20)")
+    return lines
 
 
 def as_text(run: LocalRun) -> str:
@@ -63,8 +90,9 @@ def as_text(run: LocalRun) -> str:
     lines = [f"({run.resumed})"] if run.resumed else []
     lines += [
         f"run {run.run_id} of {run.crawl}: {s['status']}, {'HEALTHY' if v['healthy'] else 'UNHEALTHY'}",
-        f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, failed {p['failed']}, "
-        f"skipped {p['skipped']}",
+        f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, "
+        + (f"not due {p['not_due']}, " if p.get("not_due") else "")
+        + f"failed {p['failed']}, skipped {p['skipped']}",
         f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
     ]
     limits = s.get("limits")
@@ -76,6 +104,8 @@ def as_text(run: LocalRun) -> str:
             depth_limit["limit"] if depth_limit["limit"] is not None else pages_limit["limit"],
             depth_limit["links_left"],
         )
+    if "sitemaps" in s:
+        lines += sitemap_lines(s["sitemaps"])
     if p.get("pending"):
         lines.append(f"  pending  {p['pending']} page(s) never finished")
     if r.get("duplicates_dropped"):
