@@ -321,6 +321,22 @@ def test_seeds_can_come_from_a_file_streamed_line_by_line(
     assert (summary["pages"]["seeds"], summary["pages"]["fetched"], summary["records"]["total"]) == (4, 4, 80)
 
 
+def test_a_seed_file_url_the_template_also_makes_is_one_seed_and_the_run_finishes(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """Listed twice (template and file) it was sent twice: one seed too many, and a run that never drained."""
+    data = books_spec(CRAWL, site.base_url, pages=3, max_depth=0)  # the template: pages 1 and 2
+    data["seeds"]["file"] = "books-seeds.txt"
+    data["follow"]["allowed_domains"] = ["127.0.0.1"]
+    pipeline.spec(data)
+    _seed_file(pipeline, "books-seeds.txt", [f"{site.base_url}/catalogue/page-{n}.html" for n in (2, 3)])
+    run_id = pipeline.run(CRAWL)  # asserts the run was finalized once the queue drained
+    summary = pipeline.summary(CRAWL, run_id)
+    assert (summary["pages"]["seeds"], summary["pages"]["fetched"], summary["records"]["total"]) == (3, 3, 60)
+    assert summary["status"] == "finished"
+    assert [r.path for r in site.stats.records()].count("/catalogue/page-2.html") == 1
+
+
 @pytest.mark.parametrize(
     ("lines", "why"),
     [

@@ -263,6 +263,13 @@ class SeedPlan:
                     yield url
 
     def _own_urls(self) -> Iterator[str]:
+        yield from self._inline_urls()
+        if self.spec.seeds.file is not None:
+            # A seed file may list a URL the spec lists or its template makes: sent once, counted once.
+            yield from self._file_urls(SeedSet.of(url_hash(u) for u in self._inline_urls()))
+
+    def _inline_urls(self) -> Iterator[str]:
+        """The spec's listed URLs and its template's, canonical, each once."""
         listed: set[str] = set()
         for url in self.spec.seeds.urls:  # an explicit list may repeat itself; a template range does not
             canonical = canonicalize_url(url)
@@ -274,17 +281,16 @@ class SeedPlan:
                 canonical = canonicalize_url(url)
                 if canonical not in listed:  # a template yields each URL once; the list may repeat one
                     yield canonical
-        if self.spec.seeds.file is not None:
-            yield from self._file_urls(listed)
 
-    def _file_urls(self, listed: set[str]) -> Iterator[str]:
-        """The seed file's URLs, streamed, each once (8-byte hashes remembered: ~60 bytes a seed at most)."""
-        seen: set[int] = {url_number(url_hash(u)) for u in listed}
-        total = self.spec.seeds.count()
+    def _file_urls(self, inline: SeedSet) -> Iterator[str]:
+        """The seed file's URLs, streamed, each once and none the spec itself seeds (8-byte hashes remembered:
+        the spec's in a sorted array, the file's in a set, ~60 bytes a seed at most)."""
+        seen: set[int] = set()
+        total = len(inline)
         for url in deployed_seed_urls(self.services.objects, self.spec):
             canonical = canonicalize_url(url)
             number = url_number(url_hash(canonical))
-            if number in seen:
+            if number in seen or inline.has_number(number):
                 continue
             seen.add(number)
             total += 1
