@@ -253,6 +253,11 @@ class Monitoring(Construct):
                     left=[
                         run_metric(spec.name, RunMetric.PAGES_FETCHED, "Sum", per_run),
                         run_metric(spec.name, RunMetric.PAGES_NOT_MODIFIED, "Sum", per_run),
+                        *(
+                            [run_metric(spec.name, RunMetric.PAGES_NOT_DUE, "Sum", per_run)]
+                            if spec.seeds.sitemaps is not None  # only sitemap seeds make pages not due
+                            else []
+                        ),
                         run_metric(spec.name, RunMetric.PAGES_FAILED, "Sum", per_run),
                     ],
                     stacked=True,

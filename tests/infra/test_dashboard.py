@@ -7,7 +7,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
+from aws_cdk.assertions import Template
+from infra.app import context
+from infra.config import DEFAULT
 from infra.crawls import deployed_specs
 from infra.monitoring import HOST_BLOCKED_LOG
 from infra.stack import SluiceStack
@@ -15,7 +19,7 @@ from infra.stack import SluiceStack
 from sluice.domain.hosts import HostState
 from sluice.fetch.politeness import HostGate
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, RunMetric
-from sluice.spec import CrawlSpec
+from sluice.spec import CrawlSpec, parse_spec
 from sluice.spec.models import Breaker
 
 from .conftest import render
@@ -86,3 +90,34 @@ def test_blocked_hosts_table_parses_the_breakers_own_reason(widgets: list[dict[s
     assert found is not None, reason
     assert (found["refused"], found["answers"], found["share"]) == ("5", "5", "100%")
     assert found["refusal"]
+
+
+def test_a_crawl_seeded_from_sitemaps_shows_its_pages_not_due(resources: dict[str, Any]) -> None:
+    spec = parse_spec(
+        {
+            "name": "from-sitemaps",
+            "schedule": "cron(0 2 * * ? *)",
+            "seeds": {"sitemaps": {"urls": ["https://example.com/sitemap.xml"]}},
+            "extract": {"fields": {"title": "h1::text"}},
+        }
+    )
+    app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": []})
+    stack = SluiceStack(app, "Sluice-sitemaps", config=DEFAULT, specs=[spec])
+    (dashboard,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
+    shown = {m[1] for m in _metrics(json.loads(render(dashboard["Properties"]["DashboardBody"]))["widgets"])}
+    assert RunMetric.PAGES_NOT_DUE.value in shown
+    without = {
+        m[1]
+        for m in _metrics(
+            json.loads(
+                render(
+                    next(
+                        r["Properties"]["DashboardBody"]
+                        for r in resources.values()
+                        if r["Type"] == "AWS::CloudWatch::Dashboard"
+                    )
+                )
+            )["widgets"]
+        )
+    }
+    assert RunMetric.PAGES_NOT_DUE.value not in without  # the shipped crawls read no sitemaps
