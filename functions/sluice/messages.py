@@ -12,11 +12,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sluice.domain.hosts import group_id, host_key
 from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, Prior
 from sluice.spec import MAX_SEED_URLS
+from sluice.spec.models import MAX_CARRY_BYTES
 
 CrawlName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
 RunId = Annotated[str, Field(pattern=r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")]
@@ -85,6 +86,18 @@ class UrlTask(_Message):
     lastmod: Annotated[int, Field(ge=0)] | None = None
     """A sitemap's lastmod for the page, as the latest epoch second it can mean: a page whose last successful
     fetch came after it is not requested (:meth:`~sluice.domain.pages.Prior.not_due`)."""
+    # Left out of a message when absent: a one-type spec's tasks are as they were, byte for byte.
+    via: Annotated[str | None, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$", exclude_if=lambda v: v is None)] = None
+    """The page type's follow rule whose link this is (a spec with ``types``): it helps say the page's type."""
+    carry: Annotated[dict[str, str | int | float | bool | None] | None, Field(exclude_if=lambda v: v is None)] = None
+    """Fields the linking page carried to this one, merged into its records; JSON scalars, bounded."""
+
+    @field_validator("carry")
+    @classmethod
+    def _bounded(cls, carry: dict[str, Any] | None) -> dict[str, Any] | None:
+        if carry is not None and len(json.dumps(carry, separators=(",", ":"))) > MAX_CARRY_BYTES:
+            raise ValueError(f"carried data is more than the {MAX_CARRY_BYTES} bytes a task holds")
+        return carry
 
 
 class CrawlMessage(_Message):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sluice.domain.runs import RunInFlight
 from sluice.spec import SpecError, load_spec
+from sluice.spec.columns import field_names
 from sluice_tools.ops.commands import add_commands
 
 DEMO_SPEC = Path("crawls/demo-books.yaml")
@@ -44,9 +45,10 @@ def _validate(args: argparse.Namespace) -> int:
         if (sitemaps := spec.seeds.sitemaps) is not None:
             robots = " and the sitemaps of the seeds' robots.txt" if sitemaps.from_robots else ""
             seeds += f" + the pages of {len(sitemaps.urls)} sitemap(s){robots}"
+        types = f" in {len(spec.types)} page types" if spec.types is not None else ""
         print(
             f"ok: {path} (crawl {spec.name!r}, {seeds}, {reach}, "
-            f"{len(spec.extract.fields)} field(s), schedule {spec.schedule or 'none'})"
+            f"{len(field_names(spec))} field(s){types}, schedule {spec.schedule or 'none'})"
         )
     return status
 

@@ -4,9 +4,10 @@
   part of records per batch (``parts/``) and the frontier set of seed URL hashes. A lifecycle
   rule expires it.
 - ``runs/crawl=NAME/run=ID/``: the run's output: ``records/part-NNNNN.jsonl`` (each record once,
-  every line carrying its ``_key``), ``pages.index`` (where each page's records are, for the next
-  run's carried pages), ``manifest.json`` and ``summary.json``. Partitioned by crawl and run, so
-  Athena/Glue can project partitions without a crawler.
+  every line carrying its ``_key``; a spec with ``types`` writes ``records/type=TYPE/part-NNNNN.jsonl``,
+  its lines carrying ``_type`` too, file numbers running across types), ``pages.index`` (where each
+  page's records are, for the next run's carried pages), ``manifest.json`` and ``summary.json``.
+  Partitioned by crawl and run, so Athena/Glue can project partitions without a crawler.
 """
 
 from __future__ import annotations
@@ -75,8 +76,10 @@ def records_prefix(crawl: str, run_id: str) -> str:
     return f"{run_prefix(crawl, run_id)}records/"
 
 
-def records_file(crawl: str, run_id: str, number: int) -> str:
-    return f"{records_prefix(crawl, run_id)}part-{number:05d}.jsonl"
+def records_file(crawl: str, run_id: str, number: int, type_: str | None = None) -> str:
+    """An output file; a spec with ``types`` writes each type's under ``records/type=TYPE/`` (numbered across types)."""
+    folder = records_prefix(crawl, run_id) if type_ is None else f"{records_prefix(crawl, run_id)}type={type_}/"
+    return f"{folder}part-{number:05d}.jsonl"
 
 
 def index_key(crawl: str, run_id: str) -> str:

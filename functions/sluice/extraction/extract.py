@@ -14,7 +14,7 @@ from sluice.extraction.limits import check_nesting
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor
 from sluice.extraction.urls import Scope, canonical_link, canonicalize_url, resolve_link
-from sluice.spec import CrawlSpec
+from sluice.spec import CrawlSpec, Extract
 from sluice.spec.selectors import FieldSelector
 
 Getter = Callable[[LexborNode], "str | None"]
@@ -41,6 +41,13 @@ class Record:
     key_fallback: bool = False
     """The key is not what ``extract.key`` names (a key field was missing): the url field's value, or the
     page URL and position (without ``extract.key``, only the latter counts as a fallback)."""
+    type: str | None = None
+    """The page type of a spec with ``types`` (None for a one-type spec)."""
+
+    @property
+    def identity(self) -> str:
+        """What makes a record one in a run: its key, within its type (keys are per type)."""
+        return record_identity(self.key, self.type)
 
     @property
     def content_hash(self) -> str:
@@ -48,9 +55,17 @@ class Record:
         return content_hash(self.data)
 
 
+def record_identity(key: str, type_: str | None) -> str:
+    """A record's key within its type: the key itself for a one-type spec (its digests stay as they were)."""
+    return key if type_ is None else f"{type_}\x1f{key}"
+
+
 def record_line(record: Record) -> str:
-    """One record as one JSON line: its fields, plus ``_key`` and ``_page`` for provenance."""
-    payload: dict[str, Any] = {"_key": record.key, "_page": record.page_url, **record.data}
+    """One record as one JSON line: its fields, plus ``_key``, ``_page`` (and ``_type``) for provenance."""
+    payload: dict[str, Any] = {"_key": record.key, "_page": record.page_url}
+    if record.type is not None:
+        payload["_type"] = record.type
+    payload |= record.data
     return json.dumps(payload, ensure_ascii=False, sort_keys=False) + "\n"
 
 
@@ -70,6 +85,12 @@ class PageExtraction:
     rejected: dict[str, int]
     missing: dict[str, int]
     base_url: str
+    type: str | None = None
+    """The page's type (a spec with ``types``); None for a one-type spec or a page no type takes."""
+    rules: dict[str, str] | None = None
+    """The follow rule that found each link a type's rule found (a link of ``follow.selectors`` has none)."""
+    owners: dict[str, int] | None = None
+    """For a link a type's rule found inside an item, the item's position: whose fields the link carries."""
 
     @property
     def fallback_keys(self) -> int:
@@ -127,10 +148,26 @@ def _key_part(value: Any) -> str:
 class Extractor:
     """A spec compiled for extraction: selectors, steps, regexes and scope prepared once."""
 
-    __slots__ = ("_fields", "_follow", "_item", "_key", "_nested_css", "_pages", "_scope", "_singles")
+    __slots__ = (
+        "_fields",
+        "_follow",
+        "_item",
+        "_key",
+        "_kind",
+        "_nested_css",
+        "_no_records",
+        "_pages",
+        "_scope",
+        "_singles",
+    )
 
-    def __init__(self, spec: CrawlSpec) -> None:
-        extract = spec.extract
+    def __init__(self, spec: CrawlSpec, kind: str | None = None) -> None:
+        """The extractor of one page type of ``spec`` (``kind`` None: a one-type spec, or a page no type takes)."""
+        self._kind = kind
+        extract = spec.extracts().get(kind)
+        self._no_records = extract is None
+        if extract is None:  # a typed spec's page that no type takes: its links only
+            extract = Extract(fields={"url": "::page_url"})
         self._item = extract.item
         # Matches an item inside another item.
         self._nested_css = f":is({extract.item}) :is({extract.item})" if extract.item is not None else None
@@ -152,7 +189,12 @@ class Extractor:
         self._singles = tuple(
             dict.fromkeys(f.css for f in self._fields if not f.many and not f.page_url and f.css is not None)
         )
-        self._follow = tuple(spec.follow.selectors)
+        rules = spec.types[kind].follow if spec.types is not None and kind is not None else {}
+        # A type's rules first: a link one of them finds too is that rule's (it decides the linked page's type).
+        self._follow: tuple[tuple[str, str | None], ...] = (
+            *((css, name) for name, rule in rules.items() for css in rule.selectors),
+            *((css, None) for css in spec.follow.selectors),
+        )
         self._scope = Scope.from_spec(spec)
 
     def extract(self, page_url: str, html: str | bytes) -> PageExtraction:
@@ -164,12 +206,13 @@ class Extractor:
         check_nesting(html)
         tree = LexborHTMLParser(html)
         base_url = _base_url(tree, page_url)
-        links, out_of_scope = self._links(tree, base_url, page_url)
         rejected = {f.name: 0 for f in self._fields if f.required}
         missing = {f.name: 0 for f in self._fields}
-        if self._pages is not None and self._pages.search(page_url) is None:
-            return PageExtraction([], links, out_of_scope, 0, rejected, missing, base_url)
+        if self._no_records or (self._pages is not None and self._pages.search(page_url) is None):
+            links, out_of_scope, rules, _ = self._links(tree, base_url, page_url, [])
+            return PageExtraction([], links, out_of_scope, 0, rejected, missing, base_url, self._kind, rules or None)
         items = self._items(tree)
+        links, out_of_scope, rules, owners = self._links(tree, base_url, page_url, items)
         records: list[Record] = []
         page_key = ""
         for position, (item, found) in enumerate(zip(items, self._first_matches(tree, items), strict=True)):
@@ -187,8 +230,10 @@ class Extractor:
             if key is None:
                 page_key = page_key or _page_key(page_url)
                 key, fallback = f"{page_key}#{position}", True
-            records.append(Record(key, data, page_url, position, fallback))
-        return PageExtraction(records, links, out_of_scope, len(items), rejected, missing, base_url)
+            records.append(Record(key, data, page_url, position, fallback, self._kind))
+        return PageExtraction(
+            records, links, out_of_scope, len(items), rejected, missing, base_url, self._kind, rules or None, owners
+        )
 
     def _items(self, tree: LexborHTMLParser) -> list[LexborNode]:
         """The nodes ``extract.item`` matches; without one, the document element is the only item."""
@@ -260,15 +305,21 @@ class Extractor:
         url = data.get("url")
         return (url if isinstance(url, str) and url else None), bool(self._key)
 
-    def _links(self, tree: LexborHTMLParser, base_url: str, page_url: str) -> tuple[list[str], int]:
-        """Canonical in-scope links from the follow selectors, in page order, and the out-of-scope count.
+    def _links(
+        self, tree: LexborHTMLParser, base_url: str, page_url: str, items: list[LexborNode]
+    ) -> tuple[list[str], int, dict[str, str], dict[str, int] | None]:
+        """Canonical in-scope links from the follow selectors, in page order, the out-of-scope count,
+        and the rule that found each link a page type's rule found.
 
         A link to the page itself (``href=""``, ``#top``) is no link: it is left out.
         """
         links: list[str] = []
+        rules: dict[str, str] = {}
+        owners: dict[str, int] = {}
+        positions = {item.mem_id: position for position, item in enumerate(items)} if self._item else {}
         seen: set[str] = {_page_key(page_url)}
         out_of_scope = 0
-        for css in self._follow:
+        for css, rule in self._follow:
             for node in tree.css(css):
                 anchors = [node] if node.tag in _LINK_TAGS else node.css("a[href], area[href]")
                 for anchor in anchors:
@@ -278,9 +329,25 @@ class Extractor:
                     seen.add(url)
                     if self._scope.allows(url):
                         links.append(url)
+                        if rule is not None:
+                            rules[url] = rule
+                            owner = _owner(anchor, positions)
+                            if owner is not None:
+                                owners[url] = owner
                     else:
                         out_of_scope += 1
-        return links, out_of_scope
+        return links, out_of_scope, rules, owners or None
+
+
+def _owner(node: LexborNode, positions: dict[int, int]) -> int | None:
+    """The position of the item that holds ``node`` (the innermost), or None if none does."""
+    current: LexborNode | None = node
+    while current is not None and positions:
+        position = positions.get(current.mem_id)
+        if position is not None:
+            return position
+        current = current.parent
+    return None
 
 
 def _base_url(tree: LexborHTMLParser, page_url: str) -> str:
@@ -299,24 +366,27 @@ def _page_key(page_url: str) -> str:
         return page_url
 
 
-_extractors: dict[int, tuple[CrawlSpec, Extractor]] = {}
+_extractors: dict[tuple[int, str | None], tuple[CrawlSpec, Extractor]] = {}
 
 
-def extractor_for(spec: CrawlSpec) -> Extractor:
-    """The compiled :class:`Extractor` for ``spec``, built once per spec object."""
-    cached = _extractors.get(id(spec))
+def extractor_for(spec: CrawlSpec, kind: str | None = None) -> Extractor:
+    """The compiled :class:`Extractor` for ``spec`` (its page type ``kind``), built once per spec object."""
+    cached = _extractors.get((id(spec), kind))
     if cached is not None and cached[0] is spec:
         return cached[1]
-    extractor = Extractor(spec)
+    extractor = Extractor(spec, kind)
     if len(_extractors) >= _CACHE_SIZE:
         _extractors.pop(next(iter(_extractors)), None)
-    _extractors[id(spec)] = (spec, extractor)
+    _extractors[(id(spec), kind)] = (spec, extractor)
     return extractor
 
 
-def extract_page(spec: CrawlSpec, page_url: str, html: str | bytes) -> PageExtraction:
+def extract_page(spec: CrawlSpec, page_url: str, html: str | bytes, via: str | None = None) -> PageExtraction:
     """Records and follow links of one page of ``spec``'s crawl; never raises for broken HTML.
 
+    ``via`` is the follow rule whose link led to the page (None for a seed, or a link of
+    ``follow.selectors``): with the URL, it says which page type a spec with ``types`` takes it for.
     Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page refused unparsed.
     """
-    return extractor_for(spec).extract(page_url, html)
+    kind = spec.page_type(page_url, via) if spec.types is not None else None
+    return extractor_for(spec, kind).extract(page_url, html)

@@ -92,8 +92,12 @@ class _Count:
 
 
 def _count(services: Services, run: RunState) -> _Count:
+    typed = services.spec(run.crawl).types is not None
     count = _Count(
-        RunTally(seeds=run.seeds), OutputPlan(run.crawl, run.run_id, run.catalog_run), UsageCounter(), RecordChurn()
+        RunTally(seeds=run.seeds),
+        OutputPlan(run.crawl, run.run_id, run.catalog_run, typed=typed),
+        UsageCounter(),
+        RecordChurn(),
     )
     for entry in services.frontier.scan(run.run_id):
         count.tally.add(entry)

@@ -7,17 +7,20 @@ once); a lost one is not. Seeds are never claimed (the run's seed set says which
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sluice.domain.pages import MAX_URL, url_hash
 from sluice.domain.runs import RunState
 from sluice.domain.seedset import SeedSet
+from sluice.extraction.extract import PageExtraction, Record
 from sluice.messages import UrlTask
 from sluice.pipeline.services import Services
 from sluice.ports import Claims
 from sluice.spec import CrawlSpec
+from sluice.spec.models import MAX_CARRY_BYTES
 
 CACHE_URLS = 200_000
 """Links a container remembers per run (about 20 MB): each costs a lookup at most once per container."""
@@ -66,15 +69,63 @@ class Children:
     """The links of a page at ``follow.max_depth``: not followed (the run may know some already)."""
 
 
-def children(page: UrlTask, links: Iterable[str], spec: CrawlSpec) -> Children:
-    """The page's links as tasks one hop further, unless the page is at ``follow.max_depth``."""
+def children(
+    page: UrlTask,
+    links: Iterable[str],
+    spec: CrawlSpec,
+    rules: Mapping[str, str] | None = None,
+    carried: Mapping[str, CarriedData] | None = None,
+) -> Children:
+    """The page's links as tasks one hop further, unless the page is at ``follow.max_depth``.
+
+    ``rules`` names the follow rule of each link a page type's rule found, ``carried`` the data each
+    link carries: a task holds both. A link is claimed once, so a page two pages link to keeps the
+    data of the claim that won (the first)."""
     unique = list(dict.fromkeys(links))
     if page.depth >= spec.follow.depth_limit:
         return Children([], 0, unique)
     parent = parent_id(page.url)
     fit = [link for link in unique if len(link) <= MAX_URL]
-    tasks = [UrlTask(url=link, depth=page.depth + 1, origin="link", parent=parent) for link in fit]
+    rules, carried = rules or {}, carried or {}
+    tasks = [
+        UrlTask(
+            url=link, depth=page.depth + 1, origin="link", parent=parent, via=rules.get(link), carry=carried.get(link)
+        )
+        for link in fit
+    ]
     return Children(tasks, len(unique) - len(fit), [])
+
+
+CarriedData = dict[str, str | int | float | bool | None]
+
+
+def carried_data(spec: CrawlSpec, extraction: PageExtraction, records: Sequence[Record]) -> dict[str, CarriedData]:
+    """Per link a page type's rule found, the fields the rule carries: from the record of the item holding
+    the link (a listing card's price goes to its own book), else from the page's first record.
+
+    Only JSON scalars travel (a ``many`` field's list is left out); data over the bound a task holds
+    (:data:`~sluice.spec.models.MAX_CARRY_BYTES`) is not carried at all, rather than cut."""
+    if spec.types is None or extraction.type is None or not extraction.rules or not records:
+        return {}
+    follow = spec.types[extraction.type].follow
+    by_position = {r.position: r for r in records}
+    owners = extraction.owners or {}
+    carried: dict[str, CarriedData] = {}
+    for link, rule in extraction.rules.items():
+        fields = follow[rule].carry if rule in follow else []
+        if not fields:
+            continue
+        record = by_position.get(owners[link]) if link in owners else records[0]
+        if record is None:  # the item holding the link was dropped (a required field missing)
+            continue
+        data = {f: record.data.get(f) for f in fields if _scalar(record.data.get(f))}
+        if data and len(json.dumps(data, separators=(",", ":"))) <= MAX_CARRY_BYTES:
+            carried[link] = data
+    return carried
+
+
+def _scalar(value: object) -> bool:
+    return value is not None and isinstance(value, str | int | float | bool)
 
 
 def unknown_beyond_depth(links: Iterable[str], seeds: SeedSet, cache: ClaimCache) -> int:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from sluice.domain.layout import index_key, manifest_key, part_key, records_file, records_prefix
 from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, digest, url_number
+from sluice.extraction.extract import record_identity
 from sluice.ports import ObjectStore, ObjectWriter
 
 FILE_BYTES = 128 * 1024 * 1024
@@ -86,6 +87,8 @@ class OutputPlan:
     crawl: str
     run_id: str
     catalog_run: str | None
+    typed: bool = False
+    """The spec has ``types``: each page's block goes to its type's files (its lines say ``_type``)."""
     blocks: list[_Block] = field(default_factory=list)
     carried: list[tuple[int, bytes]] = field(default_factory=list)
 
@@ -113,6 +116,8 @@ class OutputSummary:
     """Carried pages whose records the catalog run's output did not have (0 unless it was altered)."""
     bytes: int
     folder: str
+    types: dict[str, int] = field(default_factory=dict)
+    """Records in the output per page type (a spec with ``types``; empty for a one-type spec)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,18 +134,20 @@ def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Read
     missing = 0
     if plan.carried and plan.catalog_run is not None:
         catalog = load_index(objects, plan.crawl, plan.catalog_run)
+        files = _typed_files(objects, plan.crawl, plan.catalog_run) if plan.typed else {}
         for number, digests in plan.carried:
             where = catalog.find(number)
             if where is None:
                 missing += 1
                 continue
             file, offset, length = where
-            blocks.append(_Block(number, records_file(plan.crawl, plan.catalog_run, file), offset, length, digests))
+            source = files.get(file) or records_file(plan.crawl, plan.catalog_run, file)
+            blocks.append(_Block(number, source, offset, length, digests))
     else:
         missing = len(plan.carried)
-    _digest_unlisted(objects, blocks)
+    _digest_unlisted(objects, blocks, typed=plan.typed)
     shared = _mark_shared_keys(blocks)
-    writer = _FilesWriter(objects, plan.crawl, plan.run_id, shared)
+    writer = _FilesWriter(objects, plan.crawl, plan.run_id, shared, typed=plan.typed)
     try:
         for block, data in _read_blocks(objects, blocks, reading):
             writer.page(block, data)
@@ -158,6 +165,7 @@ def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Read
         carried_missing=missing,
         bytes=writer.bytes,
         folder=objects.location(records_prefix(plan.crawl, plan.run_id)),
+        types=dict(sorted(writer.types.items())),
     )
     manifest = {
         "crawl": plan.crawl,
@@ -170,6 +178,8 @@ def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Read
         "files": summary.files,
         "index": index_key(plan.crawl, plan.run_id),
     }
+    if plan.typed:
+        manifest["types"] = summary.types
     objects.put(manifest_key(plan.crawl, plan.run_id), json.dumps(manifest, indent=2).encode(), "application/json")
     return summary
 
@@ -182,12 +192,30 @@ def load_index(objects: ObjectStore, crawl: str, run_id: str | None) -> PageInde
     return PageIndex.from_bytes(data) if data is not None else PageIndex()
 
 
+def _typed_files(objects: ObjectStore, crawl: str, run_id: str) -> dict[int, str]:
+    """A typed run's output files by number, as its manifest lists them (their type is in the key)."""
+    data = objects.get(manifest_key(crawl, run_id))
+    if data is None:
+        return {}
+    files = json.loads(data).get("files", [])
+    return {int(f["key"].rsplit("part-", 1)[1].removesuffix(".jsonl")): f["key"] for f in files}
+
+
+def _identity(line: bytes, decoder: json.JSONDecoder, typed: bool) -> tuple[str, str | None]:
+    """A record line's key, and its type if the run has types (``_type`` comes after ``_key`` and ``_page``)."""
+    if typed:
+        record = json.loads(line)
+        return record["_key"], record.get("_type")
+    key, _ = decoder.raw_decode(line.decode(), _KEY_START)
+    return key, None
+
+
 def _key_digests(packed: bytes) -> Iterator[bytes]:
     for i in range(0, len(packed), RECORD_DIGEST_BYTES):
         yield packed[i : i + DIGEST_BYTES]
 
 
-def _digest_unlisted(objects: ObjectStore, blocks: list[_Block]) -> None:
+def _digest_unlisted(objects: ObjectStore, blocks: list[_Block], *, typed: bool = False) -> None:
     """Key digests for blocks whose result kept none (a page of over 2,000 records), read from the block itself.
 
     Without them such a page's keys would be invisible to the search for keys two pages share.
@@ -197,7 +225,7 @@ def _digest_unlisted(objects: ObjectStore, blocks: list[_Block]) -> None:
         if block.digests or not block.length:
             continue
         data = objects.get_range(block.source, block.offset, block.length)
-        keys = (decoder.raw_decode(line.decode(), _KEY_START)[0] for line in data.splitlines() if line)
+        keys = (record_identity(*_identity(line, decoder, typed)) for line in data.splitlines() if line)
         block.digests = b"".join(digest(key) + bytes(DIGEST_BYTES) for key in keys)
 
 
@@ -258,16 +286,19 @@ def _spans(blocks: Iterable[_Block], span_bytes: int) -> Iterator[list[_Block]]:
 class _FilesWriter:
     """``records/part-NNNNN.jsonl`` files, rolled over at page boundaries; the index of where pages went."""
 
-    def __init__(self, objects: ObjectStore, crawl: str, run_id: str, shared: set[bytes]) -> None:
-        self.objects, self.crawl, self.run_id = objects, crawl, run_id
+    def __init__(self, objects: ObjectStore, crawl: str, run_id: str, shared: set[bytes], *, typed: bool) -> None:
+        self.objects, self.crawl, self.run_id, self.typed = objects, crawl, run_id, typed
+        self.types: dict[str, int] = {}
+        self._open: dict[str | None, tuple[int, ObjectWriter]] = {}
+        """The file being written per type (one-type: under None), with its number."""
         self._shared = shared
         """Key digests more than one record has: only such keys are remembered (memory stays with them)."""
         self.files: list[dict[str, object]] = []
         self.index: list[tuple[int, int, int, int, int]] = []
         self.records = self.duplicates = self.bytes = 0
-        self._current: ObjectWriter | None = None
-        self._file_records = 0
+        self._file_records: dict[int, int] = {}
         self._emitted: set[str] = set()
+        self._decoder = json.JSONDecoder()
 
     def page(self, block: _Block, data: bytes) -> None:
         dropped = 0
@@ -278,14 +309,17 @@ class _FilesWriter:
             kept = data.count(b"\n")
         if not data:
             return
-        writer = self._writer()
-        self.index.append((block.number, len(self.files), writer.size, len(data), int(dropped > 0)))
+        type_ = _identity(data[: data.index(b"\n") + 1], self._decoder, True)[1] if self.typed else None
+        number, writer = self._writer(type_)
+        self.index.append((block.number, number, writer.size, len(data), int(dropped > 0)))
         writer.write(data)
         self.records += kept
-        self._file_records += kept
+        if type_ is not None:
+            self.types[type_] = self.types.get(type_, 0) + kept
+        self._file_records[number] += kept
         self.bytes += len(data)
         if writer.size >= FILE_BYTES:
-            self._roll()
+            self._roll(type_)
 
     def _filter(self, data: bytes) -> tuple[bytes, int, int]:
         """A block's lines less those whose key was already written (first copy wins)."""
@@ -293,7 +327,7 @@ class _FilesWriter:
         kept_lines = []
         dropped = 0
         for line in data.splitlines(keepends=True):
-            key, _ = decoder.raw_decode(line.decode(), _KEY_START)
+            key = record_identity(*_identity(line, decoder, self.typed))
             if digest(key) in self._shared:
                 if key in self._emitted:
                     dropped += 1
@@ -302,24 +336,28 @@ class _FilesWriter:
             kept_lines.append(line)
         return b"".join(kept_lines), len(kept_lines), dropped
 
-    def _writer(self) -> ObjectWriter:
-        if self._current is None:
-            key = records_file(self.crawl, self.run_id, len(self.files))
-            self._current = self.objects.writer(key, "application/x-ndjson")
-            self._file_records = 0
-        return self._current
+    def _writer(self, type_: str | None) -> tuple[int, ObjectWriter]:
+        if type_ not in self._open:
+            # Numbered across types in the order files open: a page index row's file number names one file.
+            number = len(self.files) + len(self._open)
+            key = records_file(self.crawl, self.run_id, number, type_)
+            self._open[type_] = (number, self.objects.writer(key, "application/x-ndjson"))
+            self._file_records[number] = 0
+        return self._open[type_]
 
-    def _roll(self) -> None:
-        if self._current is None:
+    def _roll(self, type_: str | None) -> None:
+        opened = self._open.pop(type_, None)
+        if opened is None:
             return
-        self._current.close()
-        key = records_file(self.crawl, self.run_id, len(self.files))
-        self.files.append({"key": key, "records": self._file_records, "bytes": self._current.size})
-        self._current = None
+        number, writer = opened
+        writer.close()
+        key = records_file(self.crawl, self.run_id, number, type_)
+        self.files.append({"key": key, "records": self._file_records[number], "bytes": writer.size})
 
     def close(self) -> None:
-        self._roll()
+        for type_ in sorted(self._open, key=lambda t: self._open[t][0]):
+            self._roll(type_)
 
     def abort(self) -> None:
-        if self._current is not None:
-            self._current.abort()
+        for _, writer in self._open.values():
+            writer.abort()

@@ -53,7 +53,14 @@ from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Sk
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
 from sluice.pipeline.credentials import request_credentials
-from sluice.pipeline.links import ClaimCache, children, claim_links, parent_id, unknown_beyond_depth
+from sluice.pipeline.links import (
+    ClaimCache,
+    carried_data,
+    children,
+    claim_links,
+    parent_id,
+    unknown_beyond_depth,
+)
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
 from sluice.ports import Claims, SecretSource
@@ -596,11 +603,11 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         # or the scheduler would not have said "carried"), so nothing is extracted or rewritten.
         return _Visit(task, _carried(task, prior, outcome.validators, outcome.status))
     try:
-        extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
+        extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type), task.via)
     except PageTooComplex as exc:  # refused before parsing: failed for good, with the reason
         return _Visit(task, _failed(task, Failed(task.url, str(exc), False, outcome.status, None, 1), prior))
-    records = _unique(extraction.records)
-    packed = record_digests((r.key, r.content_hash) for r in records) if len(records) <= MAX_DIGESTS else b""
+    records = _unique(_with_carried(extraction.records, task.carry))
+    packed = record_digests((r.identity, r.content_hash) for r in records) if len(records) <= MAX_DIGESTS else b""
     counts, upserts = _classify(records, prior)
     result = PageResult(
         url=task.url,
@@ -619,10 +626,25 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         fallback_keys=sum(r.key_fallback for r in records),
         fetched_at=int(time.time()),
     )
-    found = children(task, extraction.links, spec)
+    carried = carried_data(spec, extraction, records)
+    found = children(task, extraction.links, spec, extraction.rules, carried)
     if found.dropped:
         result = replace(result, dropped_links=found.dropped)
     return _Visit(task, result, records, found.tasks, upserts, found.beyond_depth)
+
+
+def _with_carried(records: list[Record], carry: dict[str, str | int | float | bool | None] | None) -> list[Record]:
+    """Each record with the fields its page's linking page carried: a field the page gave a value keeps it."""
+    if not carry:
+        return records
+    merged = []
+    for record in records:
+        data = dict(record.data)
+        for name, value in carry.items():
+            if data.get(name) is None:
+                data[name] = value
+        merged.append(replace(record, data=data))
+    return merged
 
 
 def _unique(records: list[Record]) -> list[Record]:
@@ -630,8 +652,8 @@ def _unique(records: list[Record]) -> list[Record]:
     seen: set[str] = set()
     unique = []
     for record in records:
-        if record.key not in seen:
-            seen.add(record.key)
+        if record.identity not in seen:
+            seen.add(record.identity)
             unique.append(record)
     return unique
 
@@ -642,7 +664,7 @@ def _classify(records: list[Record], prior: Prior | None) -> tuple[RecordCounts,
     new = changed = 0
     upserts: list[Record] = []
     for record in records:
-        old = before.get(digest(record.key))
+        old = before.get(digest(record.identity))
         if old is None:
             new += 1
             upserts.append(record)

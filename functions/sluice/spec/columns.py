@@ -48,5 +48,18 @@ def field_type(field: ExtractField) -> str:
 
 
 def record_columns(spec: CrawlSpec) -> list[Column]:
-    """A record line's columns, provenance first (partitions not included: see :data:`PARTITIONS`)."""
-    return [*PROVENANCE, *(Column(name.lower(), field_type(f)) for name, f in spec.extract.fields.items())]
+    """A record line's columns, provenance first (partitions not included: see :data:`PARTITIONS`).
+
+    A spec with ``types`` has ``_type`` too, then every type's fields (a name two types share once,
+    typed as the first type has it)."""
+    fields: dict[str, ExtractField] = {}
+    for extract in spec.extracts().values():
+        for name, f in extract.fields.items():
+            fields.setdefault(name, f)
+    provenance = PROVENANCE if spec.types is None else (*PROVENANCE, Column("_type", "string"))
+    return [*provenance, *(Column(name.lower(), field_type(f)) for name, f in fields.items())]
+
+
+def field_names(spec: CrawlSpec) -> list[str]:
+    """The spec's field names as written, in :func:`record_columns` order (every type's, each once)."""
+    return list(dict.fromkeys(name for extract in spec.extracts().values() for name in extract.fields))

@@ -330,6 +330,44 @@ class Extract(_Strict):
         return self
 
 
+TypeName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+"""A page type's name: it names the type's output folder (``type=NAME/``) and its records' ``_type``."""
+RuleName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+MAX_CARRY_BYTES = 2048
+"""Carried data a task holds at most, as compact JSON: it travels in every queue message of the link."""
+
+
+class LinkRule(_Strict):
+    """A page type's named follow rule: the links its selectors find, and the fields carried along them."""
+
+    selectors: list[CssSelector] = Field(min_length=1)
+    carry: list[FieldName] = Field(default_factory=list, max_length=32)
+    """Fields of the page's first record merged into the records of the pages these links lead to."""
+
+
+class PageType(_Strict):
+    """One kind of page: which pages it is (URL pattern and/or the rules whose links lead there), what they hold."""
+
+    pages: Regex | None = None
+    """A URL pattern (searched, RE2) a page of this type matches."""
+    via: list[RuleName] = Field(default_factory=list)
+    """Follow rules (of any type) whose links lead to pages of this type; empty: any way, seeds included."""
+    extract: Extract
+    follow: dict[RuleName, LinkRule] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _matched(self) -> PageType:
+        if self.pages is None and not self.via:
+            raise ValueError("a page type needs pages (a URL pattern), via (follow rules leading to it), or both")
+        if self.extract.pages is not None:
+            raise ValueError("a page type's extract takes no pages pattern: give the type's pages instead")
+        for name, rule in self.follow.items():
+            for carried in rule.carry:
+                if carried not in self.extract.fields:
+                    raise ValueError(f"follow.{name}.carry names {carried!r}, which is not a field of this type")
+        return self
+
+
 class RetryPolicy(_Strict):
     """How often and how patiently a page is retried."""
 
@@ -442,7 +480,10 @@ class CrawlSpec(_Strict):
     name: str
     seeds: Seeds
     follow: Follow = Field(default_factory=Follow)
-    extract: Extract
+    extract: Extract | None = None
+    """What records to take from each page: the one page type (or give ``types``)."""
+    types: dict[TypeName, PageType] | None = Field(default=None, min_length=2, max_length=20)
+    """Several page types, each with its own extract and follow rules (instead of ``extract``)."""
     politeness: Politeness = Field(default_factory=Politeness)
     request: RequestSpec = Field(default_factory=RequestSpec)
     """Headers, cookies, basic auth and a proxy for every request; secrets by reference only."""
@@ -458,6 +499,38 @@ class CrawlSpec(_Strict):
                 f"{value!r} is not a crawl name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit"
             )
         return value
+
+    @model_validator(mode="after")
+    def _one_or_types(self) -> CrawlSpec:
+        if (self.extract is None) == (self.types is None):
+            raise ValueError("give extract (one page type) or types (several), not both and not neither")
+        if self.types is not None:
+            rules = {rule for kind in self.types.values() for rule in kind.follow}
+            for name, kind in self.types.items():
+                for rule in kind.via:
+                    if rule not in rules:
+                        raise ValueError(f"types.{name}.via names {rule!r}, which no type's follow rules name")
+            if self.output.records_table:
+                raise ValueError("output.records_table keeps one key space: it does not take types yet")
+        return self
+
+    def page_type(self, url: str, via: str | None) -> str | None:
+        """The first type (in spec order) a page is: its URL matches ``pages`` and ``via`` has the rule that led
+        there (each where given); None for a one-type spec, or a page no type takes."""
+        for name, kind in (self.types or {}).items():
+            if kind.pages is not None and compile_pattern(kind.pages).search(url) is None:
+                continue
+            if kind.via and via not in kind.via:
+                continue
+            return name
+        return None
+
+    def extracts(self) -> dict[str | None, Extract]:
+        """Each page type's extract, by type name; a one-type spec's is under None."""
+        if self.types is None:
+            assert self.extract is not None  # noqa: S101 - the validator requires one of them
+            return {None: self.extract}
+        return {name: kind.extract for name, kind in self.types.items()}
 
     @model_validator(mode="after")
     def _seed_file_scope(self) -> CrawlSpec:
@@ -508,6 +581,9 @@ class CrawlSpec(_Strict):
 
         An empty ``request`` section is left out, so specs written before it existed keep their digest
         (a changed digest makes the next run fetch every page whole). Secrets are in it by name only."""
-        content = self.model_dump(mode="json", exclude=None if self.request.configured else {"request"})
+        # So is an absent ``types`` (one-type specs keep their digest) and the absent extract of a typed spec.
+        left_out = {"request"} if not self.request.configured else set()
+        left_out |= {"types"} if self.types is None else {"extract"}
+        content = self.model_dump(mode="json", exclude=left_out or None)
         canonical = json.dumps(content, sort_keys=True, default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

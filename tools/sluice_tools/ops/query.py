@@ -20,7 +20,7 @@ import duckdb
 from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, crawl_prefix
 from sluice.pipeline.services import UnknownCrawl, load_crawl
 from sluice.spec import SpecError
-from sluice.spec.columns import PARTITIONS, PROVENANCE, Column, record_columns, table_name
+from sluice.spec.columns import PARTITIONS, PROVENANCE, Column, field_names, record_columns, table_name
 from sluice.spec.load import SPEC_SUFFIXES
 from sluice.spec.models import CrawlSpec
 
@@ -46,7 +46,8 @@ class CrawlTable:
     @classmethod
     def of(cls, spec: CrawlSpec, objects: Path) -> CrawlTable:
         columns = record_columns(spec)
-        keys = [c.name for c in PROVENANCE] + list(spec.extract.fields)
+        provenance = [c.name for c in PROVENANCE] + ([] if spec.types is None else ["_type"])
+        keys = provenance + field_names(spec)
         files = sorted((objects / crawl_prefix(spec.name)).glob(PART_GLOB))
         return cls(spec.name, table_name(spec.name), [*columns, *PARTITIONS], keys, files)
 
