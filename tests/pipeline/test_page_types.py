@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sluice.domain.layout import records_prefix
 from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.ops.query import crawl_tables, run_query
 
-from .conftest import BOOKS, PAGES
+from .conftest import BOOKS, PAGES, Pipeline, local_harness
 
 CRAWL = "typed-books"
 
@@ -71,3 +73,17 @@ def test_a_second_run_of_a_typed_spec_carries_each_types_records(
     after = sorted((r["_type"], r["_key"], r["price"]) for r in pipeline.records(CRAWL, second))
     assert after == before
     assert pipeline.summary(CRAWL, second)["records"]["duplicates_dropped"] == 0
+
+
+def test_sluice_query_reads_every_types_records_with_their_type(
+    site: RunningDemoSite, books_spec: Any, tmp_path: Path
+) -> None:
+    """On the local store, where `sluice query` reads: one view for all types, `_type` saying which."""
+    with local_harness(tmp_path) as harness:
+        pipeline = Pipeline(harness)
+        pipeline.spec(typed_spec(books_spec, site.base_url))
+        run_id = pipeline.run(CRAWL)
+    tables = crawl_tables(tmp_path / "state", tmp_path / "crawls")
+    sql = f"SELECT _type, count(*), count(price) FROM typed_books WHERE run = '{run_id}' GROUP BY _type ORDER BY 1"  # noqa: S608
+    _, rows = run_query(sql, tables)
+    assert rows == [("book", BOOKS, BOOKS), ("listing", BOOKS, BOOKS)]  # the books' prices carried from their cards

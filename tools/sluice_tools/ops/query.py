@@ -25,6 +25,8 @@ from sluice.spec.load import SPEC_SUFFIXES
 from sluice.spec.models import CrawlSpec
 
 PART_GLOB = "run=*/records/part-*.jsonl"
+TYPED_PART_GLOB = "run=*/records/type=*/part-*.jsonl"
+"""A spec with page types writes each type's parts under its own folder (one view for all, ``_type`` says which)."""
 """A crawl's output parts under its prefix (a part being written is ``part-N.jsonl.tmp-X``: not matched)."""
 
 
@@ -48,12 +50,12 @@ class CrawlTable:
         columns = record_columns(spec)
         provenance = [c.name for c in PROVENANCE] + ([] if spec.types is None else ["_type"])
         keys = provenance + field_names(spec)
-        files = sorted((objects / crawl_prefix(spec.name)).glob(PART_GLOB))
+        files = sorted((objects / crawl_prefix(spec.name)).glob(PART_GLOB if spec.types is None else TYPED_PART_GLOB))
         return cls(spec.name, table_name(spec.name), [*columns, *PARTITIONS], keys, files)
 
     @property
     def runs(self) -> int:
-        return len({f.parent.parent.name for f in self.files})
+        return len({next(p.name for p in f.parents if p.name.startswith("run=")) for f in self.files})
 
     def view_sql(self) -> str:
         """The view's ``CREATE VIEW``: the JSON reader with explicit columns, or no rows if no run wrote any."""
