@@ -16,7 +16,7 @@ from constructs import Construct
 from infra.config import StackConfig
 from sluice.domain.layout import RUNS_PREFIX, records_prefix
 from sluice.spec import CrawlSpec
-from sluice.spec.columns import PARTITIONS, record_columns, table_name
+from sluice.spec.columns import partitions, record_columns, table_name
 
 # Hive's text formats with the OpenX JSON SerDe: one record a line, as the finalizer writes them.
 INPUT_FORMAT = "org.apache.hadoop.mapred.TextInputFormat"
@@ -32,15 +32,15 @@ SERDE_PARAMETERS = {
 }
 
 
-def location_template(bucket: str) -> str:
-    """Where projection finds a partition's files: exactly the layout's records folder of a crawl's run.
+def location_template(bucket: str, *, typed: bool = False) -> str:
+    """Where projection finds a partition's files: exactly the layout's records folder of a crawl's run
+    (and, for a spec with page types, the type's folder in it).
 
     ``records/`` and not the run's folder: beside it are ``pages.index`` (binary), ``manifest.json``
     and ``summary.json``, which Athena would otherwise read as records.
     """
-    # When a later issue adds page types, the layout gains ``type=NAME/`` after the run and the
-    # table a third partition key: ``.../run=${run}/type=${type}/records/``, ``type`` an enum.
-    return f"s3://{bucket}/{records_prefix('${crawl}', '${run}')}"
+    folder = f"s3://{bucket}/{records_prefix('${crawl}', '${run}')}"
+    return f"{folder}type=${{type}}/" if typed else folder
 
 
 def projection(spec: CrawlSpec, bucket: str) -> dict[str, str]:
@@ -54,7 +54,12 @@ def projection(spec: CrawlSpec, bucket: str) -> dict[str, str]:
         # enumerate them: "injected" takes them from the query, which must name its runs
         # (WHERE run = '...' or run IN (...)). A query that does not is refused before it scans.
         "projection.run.type": "injected",
-        "storage.location.template": location_template(bucket),
+        **(
+            {"projection.type.type": "enum", "projection.type.values": ",".join(spec.types)}
+            if spec.types is not None
+            else {}
+        ),
+        "storage.location.template": location_template(bucket, typed=spec.types is not None),
     }
 
 
@@ -96,7 +101,7 @@ class RecordsCatalog(Construct):
             description=f"Records of crawl {spec.name}, one row a record, partitioned by crawl and run",
             table_type="EXTERNAL_TABLE",
             parameters={"EXTERNAL": "TRUE", "classification": "json", **projection(spec, bucket)},
-            partition_keys=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in PARTITIONS],
+            partition_keys=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in partitions(spec)],
             storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
                 columns=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in record_columns(spec)],
                 location=f"s3://{bucket}/{RUNS_PREFIX}crawl={spec.name}/",

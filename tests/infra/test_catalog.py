@@ -181,3 +181,30 @@ def test_a_real_runs_output_is_what_the_table_reads(every_crawl: tuple[dict[str,
     for line in lines:
         assert {key.lower() for key in line} == set(columns)
         assert all(_fits(value, columns[key.lower()]) for key, value in line.items()), line
+
+
+def test_a_typed_specs_table_is_partitioned_by_type_too(tmp_path: Path) -> None:
+    """Page types land under records/type=NAME/: a third partition key, an enum of the spec's types."""
+    spec = parse_spec(
+        {
+            "name": "typed",
+            "seeds": {"urls": ["https://example.com/"]},
+            "types": {
+                "listing": {"pages": "/list", "extract": {"fields": {"title": "h1::text"}}},
+                "item": {"pages": "/item", "extract": {"fields": {"name": "h1::text"}}},
+            },
+        }
+    )
+    app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": []})
+    stack = SluiceStack(app, "Sluice-typed", config=DEFAULT, specs=[spec])
+    bucket = f"<{stack.get_logical_id(stack.storage.bucket.node.default_child)}>"  # type: ignore[arg-type]
+    (table,) = (
+        r["Properties"]["TableInput"]
+        for r in Template.from_stack(stack).to_json()["Resources"].values()
+        if r["Type"] == "AWS::Glue::Table"
+    )
+    assert [k["Name"] for k in table["PartitionKeys"]] == ["crawl", "run", "type"]
+    parameters = table["Parameters"]
+    assert (parameters["projection.type.type"], parameters["projection.type.values"]) == ("enum", "listing,item")
+    template = render(parameters["storage.location.template"])
+    assert template == f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/records/type=${{type}}/"

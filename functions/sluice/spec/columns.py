@@ -33,6 +33,13 @@ class Column:
 
 PROVENANCE = (Column("_key", "string"), Column("_page", "string"))
 PARTITIONS = (Column("crawl", "string"), Column("run", "string"))
+TYPE_PARTITION = Column("type", "string")
+"""A spec with page types writes each type's records under ``records/type=NAME/``: a third partition."""
+
+
+def partitions(spec: CrawlSpec) -> list[Column]:
+    """The partitions of a crawl's table: crawl and run, and the page type for a spec with ``types``."""
+    return [*PARTITIONS, *([TYPE_PARTITION] if spec.types is not None else [])]
 
 
 def table_name(crawl: str) -> str:

@@ -20,14 +20,14 @@ import duckdb
 from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, crawl_prefix
 from sluice.pipeline.services import UnknownCrawl, load_crawl
 from sluice.spec import SpecError
-from sluice.spec.columns import PARTITIONS, PROVENANCE, Column, field_names, record_columns, table_name
+from sluice.spec.columns import PROVENANCE, Column, field_names, partitions, record_columns, table_name
 from sluice.spec.load import SPEC_SUFFIXES
 from sluice.spec.models import CrawlSpec
 
 PART_GLOB = "run=*/records/part-*.jsonl"
-TYPED_PART_GLOB = "run=*/records/type=*/part-*.jsonl"
-"""A spec with page types writes each type's parts under its own folder (one view for all, ``_type`` says which)."""
 """A crawl's output parts under its prefix (a part being written is ``part-N.jsonl.tmp-X``: not matched)."""
+TYPED_PART_GLOB = "run=*/records/type=*/part-*.jsonl"
+"""A spec with page types writes each type's parts under its own folder: one view for all, partitioned by type."""
 
 
 class QueryError(Exception):
@@ -51,7 +51,7 @@ class CrawlTable:
         provenance = [c.name for c in PROVENANCE] + ([] if spec.types is None else ["_type"])
         keys = provenance + field_names(spec)
         files = sorted((objects / crawl_prefix(spec.name)).glob(PART_GLOB if spec.types is None else TYPED_PART_GLOB))
-        return cls(spec.name, table_name(spec.name), [*columns, *PARTITIONS], keys, files)
+        return cls(spec.name, table_name(spec.name), [*columns, *partitions(spec)], keys, files)
 
     @property
     def runs(self) -> int:
@@ -64,17 +64,18 @@ class CrawlTable:
             nothing = ", ".join(f"CAST(NULL AS {c.duckdb}) AS {_name(c.name)}" for c in self.columns)
             return f"CREATE VIEW {_name(self.name)} AS SELECT {nothing} WHERE false"
         read = ", ".join(f"{_text(key)}: {_text(c.duckdb)}" for key, c in zip(self.keys, record, strict=True))
-        partitions = ", ".join(f"{_text(c.name)}: {_text(c.duckdb)}" for c in PARTITIONS)
+        parts = self.columns[len(self.keys) :]
+        hive_types = ", ".join(f"{_text(c.name)}: {_text(c.duckdb)}" for c in parts)
         files = ", ".join(_text(str(f)) for f in self.files)
         select = ", ".join(
             [*(f"{_name(key)} AS {_name(c.name)}" for key, c in zip(self.keys, record, strict=True))]
-            + [_name(c.name) for c in PARTITIONS]
+            + [_name(c.name) for c in parts]
         )
         # Every name and path is quoted by _name and _text (a crawl's and its fields' names are validated too).
         return (
             f"CREATE VIEW {_name(self.name)} AS SELECT {select} FROM read_json([{files}], "  # noqa: S608
             f"columns = {{{read}}}, format = 'newline_delimited', "
-            f"hive_partitioning = true, hive_types = {{{partitions}}})"
+            f"hive_partitioning = true, hive_types = {{{hive_types}}})"
         )
 
 
