@@ -58,7 +58,9 @@ def test_a_two_type_spec_writes_each_types_records_keyed_per_type_with_carried_f
         assert book["price"] == card["price"]  # carried from the card
         assert book["rating"] == card["rating"]  # the page has none: the card's is merged in
         assert book["name"].startswith(card["title"][:10])
-    manifest_keys = {f["key"] for f in pipeline.summary(CRAWL, run_id)["outputs"]["files"]}
+    summary = pipeline.summary(CRAWL, run_id)
+    assert summary["records"]["by_type"] == {"book": len(books), "listing": len(listings)}
+    manifest_keys = {f["key"] for f in summary["outputs"]["files"]}
     prefix = records_prefix(CRAWL, run_id)
     assert {k.removeprefix(prefix).split("/")[0] for k in manifest_keys} == {"type=listing", "type=book"}
 

@@ -247,6 +247,7 @@ def run_summary(
             "duplicates_dropped": output.duplicates,
             "carried_missing": output.carried_missing,
             "fallback_keys": tally.fallback_keys,
+            **({"by_type": output.types} if output.types else {}),
         },
         "failures": tally.failures.top(),
         "skips": tally.skips.top(),
