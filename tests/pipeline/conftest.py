@@ -488,7 +488,7 @@ class LocalHarness:
 
     def receive(self, max_messages: int = 10) -> list[Message]:
         return [
-            Message(r.message_id, r.receipt, r.body, r.receive_count)
+            Message(r.message_id, r.receipt_handle, r.body, r.receive_count)
             for r in self.store.queue.receive(None, max_messages, 900)
         ]
 

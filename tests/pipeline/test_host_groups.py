@@ -37,9 +37,9 @@ def test_local_queue_gives_a_group_to_one_consumer_at_a_time(tmp_path: Path) -> 
     second = queue.receive(RUN, 10, 60)
     assert [m.body for m in second] == ["b1", "c1"]  # a3 waits: its group is held
     assert queue.receive(RUN, 10, 60) == []
-    queue.delete([first[0].receipt])
+    queue.delete([first[0].receipt_handle])
     assert queue.receive(RUN, 10, 60) == []  # a2 is still in flight: the group is still held
-    queue.return_after(first[1].receipt, 0)  # a2 visible again (a failed message): the group is free
+    queue.return_after(first[1].receipt_handle, 0)  # a2 visible again (a failed message): the group is free
     assert [m.body for m in queue.receive(RUN, 10, 60)] == ["a2", "a3"]
 
 

@@ -27,7 +27,7 @@ from infra.config import DEFAULT, StackConfig
 from sluice.adapters.local import LocalStore
 from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
-from sluice.messages import QueuedMessage, StartEvent
+from sluice.messages import StartEvent
 from sluice.observability import logger
 from sluice.pipeline.finalize import finalize_run, revive_waiting
 from sluice.pipeline.seedfile import upload_seed_file
@@ -226,9 +226,8 @@ class _Drain:
                 continue
             self.busy += 1
             try:
-                messages = [QueuedMessage(r.message_id, r.receipt, r.body, r.receive_count) for r in received]
-                results = await visit_batch(messages, self.services, container)
-                done = [r.receipt for r in received if results.get(r.message_id) is None]
+                results = await visit_batch(received, self.services, container)
+                done = [r.receipt_handle for r in received if results.get(r.message_id) is None]
                 await asyncio.to_thread(queue.delete, done)
             finally:
                 self.busy -= 1

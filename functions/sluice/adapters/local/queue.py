@@ -23,14 +23,6 @@ from sluice.messages import QueuedMessage, UrlTask, pack
 
 
 @dataclass(frozen=True, slots=True)
-class Received:
-    message_id: str
-    receipt: str
-    body: str
-    receive_count: int
-
-
-@dataclass(frozen=True, slots=True)
 class DeadLetter:
     """A message the queue gave up on after ``max_receive_count`` receives."""
 
@@ -72,7 +64,7 @@ class SqliteQueue:
             )
         return len(messages)
 
-    def receive(self, run_id: str | None, limit: int, visibility_s: float) -> list[Received]:
+    def receive(self, run_id: str | None, limit: int, visibility_s: float) -> list[QueuedMessage]:
         """Up to ``limit`` visible messages (of one run, or of any), hidden for ``visibility_s``.
 
         Messages already received ``max_receive_count`` times move to the dead letters instead.
@@ -96,7 +88,7 @@ class SqliteQueue:
                     "RETURNING body, receives",
                     (now + visibility_s, receipt, message_id),
                 ).fetchone()
-                received.append(Received(str(message_id), receipt, body, receives))
+                received.append(QueuedMessage(str(message_id), receipt, body, receives))
         return received
 
     @staticmethod
@@ -134,10 +126,7 @@ class SqliteQueue:
         return picked
 
     def receive_more(self, run_id: str, limit: int) -> list[QueuedMessage]:
-        return [
-            QueuedMessage(r.message_id, r.receipt, r.body, r.receive_count)
-            for r in self.receive(run_id, limit, self.visibility_s)
-        ]
+        return self.receive(run_id, limit, self.visibility_s)
 
     def delete(self, receipts: Sequence[str]) -> None:
         with self._db.transaction() as db:
