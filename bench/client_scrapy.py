@@ -74,6 +74,20 @@ class BooksSpider(scrapy.Spider):
         self.logger.warning("failed: %s", failure)
 
 
+def crawl_books(settings: dict[str, Any], urls: list[str]) -> Tally:
+    """One BooksSpider run over ``urls`` in this process, its tally filled by Scrapy's signals."""
+    tally = Tally()
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler(BooksSpider)
+    crawler.signals.connect(tally.opened, signal=signals.spider_opened)
+    crawler.signals.connect(tally.closed, signal=signals.spider_closed)
+    crawler.signals.connect(tally.item, signal=signals.item_scraped)
+    crawler.signals.connect(tally.response, signal=signals.response_received)
+    process.crawl(crawler, urls=urls)
+    process.start()
+    return tally
+
+
 def main() -> None:
     args = client_args("Scrapy spider")
     pin_to_core(args.core)
@@ -88,15 +102,7 @@ def main() -> None:
         "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": False,
     }
-    tally = Tally()
-    process = CrawlerProcess(settings)
-    crawler = process.create_crawler(BooksSpider)
-    crawler.signals.connect(tally.opened, signal=signals.spider_opened)
-    crawler.signals.connect(tally.closed, signal=signals.spider_closed)
-    crawler.signals.connect(tally.item, signal=signals.item_scraped)
-    crawler.signals.connect(tally.response, signal=signals.response_received)
-    process.crawl(crawler, urls=listing_urls(args.base, args.pages))
-    process.start()
+    tally = crawl_books(settings, listing_urls(args.base, args.pages))
     ClientResult(
         "scrapy",
         n,

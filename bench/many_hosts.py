@@ -74,10 +74,7 @@ def _spec(urls: list[str], cap: int) -> dict[str, Any]:
 
 def _scrapy(urls_file: str, cap: int) -> None:
     """The peer, in its own process: one Scrapy spider over the same URLs, the same cap per host."""
-    from scrapy import signals
-    from scrapy.crawler import CrawlerProcess
-
-    from bench.client_scrapy import BooksSpider, Tally
+    from bench.client_scrapy import crawl_books
 
     urls = Path(urls_file).read_text(encoding="utf-8").split()
     settings = {
@@ -89,14 +86,7 @@ def _scrapy(urls_file: str, cap: int) -> None:
         "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": False,
     }
-    tally = Tally()
-    process = CrawlerProcess(settings)
-    crawler = process.create_crawler(BooksSpider)
-    crawler.signals.connect(tally.opened, signal=signals.spider_opened)
-    crawler.signals.connect(tally.closed, signal=signals.spider_closed)
-    crawler.signals.connect(tally.response, signal=signals.response_received)
-    process.crawl(crawler, urls=urls)
-    process.start()
+    tally = crawl_books(settings, urls)
     print(json.dumps({"ok": tally.ok, "seconds": tally.watch.wall_s}))
 
 

@@ -117,13 +117,14 @@ def report(rounds: int = 5) -> dict[str, Any]:
         }
         first = import_handlers(work / "host")
         python = _interpreter(version) or sys.executable
-        runs = [first["handlers"]] + [_time_imports(python, work / "host") for _ in range(rounds - 1)]
-        # The tracer's share: the same imports with tracing off (outside Lambda it is never imported),
-        # interleaved with traced ones so that the machine's load falls on both alike.
+        # Each round a traced import (as in Lambda) and an untraced one (outside Lambda the tracer is
+        # never imported), interleaved so that the machine's load falls on both alike: the traced ones
+        # are the cold imports reported, the difference the tracer's share.
         paired = [
             (_time_imports(python, work / "host"), _time_imports(python, work / "host", traced=False))
             for _ in range(2 * rounds)
         ]
+        runs = [first["handlers"], *(on for on, _ in paired)]
     medians = {
         name: {
             key: round(statistics.median(run[name][key] for run in runs), 1) for key in ("botocore_ms", "handler_ms")
@@ -141,7 +142,7 @@ def report(rounds: int = 5) -> dict[str, Any]:
     return {
         "layer": sizes,
         "python": first["python"],
-        "rounds": rounds,
+        "rounds": len(runs),
         "cold_import_ms_median": medians,
         "tracer_share_of_handler_ms": tracer,
     }
