@@ -183,28 +183,60 @@ def test_a_real_runs_output_is_what_the_table_reads(every_crawl: tuple[dict[str,
         assert all(_fits(value, columns[key.lower()]) for key, value in line.items()), line
 
 
-def test_a_typed_specs_table_is_partitioned_by_type_too(tmp_path: Path) -> None:
-    """Page types land under records/type=NAME/: a third partition key, an enum of the spec's types."""
+def test_a_typed_spec_has_a_table_for_all_types_and_one_per_type_with_what_is_carried_to_it() -> None:
+    """Page types land under records/type=NAME/: the crawl's table has a third partition key, an enum of the
+    spec's types; each type's own table reads its folder alone, with its fields and the ones carried to it
+    typed as the carrying type has them (a field two types type differently is the union table's weak spot)."""
     spec = parse_spec(
         {
             "name": "typed",
             "seeds": {"urls": ["https://example.com/"]},
             "types": {
-                "listing": {"pages": "/list", "extract": {"fields": {"title": "h1::text"}}},
-                "item": {"pages": "/item", "extract": {"fields": {"name": "h1::text"}}},
+                "listing": {
+                    "pages": "/list",
+                    "extract": {
+                        "item": "li",
+                        "fields": {"title": "a::text", "price": {"selector": "b::text", "process": ["price"]}},
+                    },
+                    "follow": {"items": {"selectors": ["li a"], "carry": ["price"]}},
+                },
+                "item": {"via": ["items"], "extract": {"fields": {"name": "h1::text", "title": "h2::text"}}},
             },
         }
     )
     app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": []})
     stack = SluiceStack(app, "Sluice-typed", config=DEFAULT, specs=[spec])
     bucket = f"<{stack.get_logical_id(stack.storage.bucket.node.default_child)}>"  # type: ignore[arg-type]
-    (table,) = (
-        r["Properties"]["TableInput"]
-        for r in Template.from_stack(stack).to_json()["Resources"].values()
-        if r["Type"] == "AWS::Glue::Table"
-    )
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    tables = {name: t["TableInput"] for name, t in _tables(resources).items()}
+    assert sorted(tables) == ["typed", "typed__item", "typed__listing"]
+
+    table = tables["typed"]
     assert [k["Name"] for k in table["PartitionKeys"]] == ["crawl", "run", "type"]
     parameters = table["Parameters"]
     assert (parameters["projection.type.type"], parameters["projection.type.values"]) == ("enum", "listing,item")
     template = render(parameters["storage.location.template"])
     assert template == f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/records/type=${{type}}/"
+
+    item = tables["typed__item"]
+    columns = [(c["Name"], c["Type"]) for c in item["StorageDescriptor"]["Columns"]]
+    assert columns == [
+        ("_key", "string"),
+        ("_page", "string"),
+        ("_type", "string"),
+        ("name", "string"),
+        ("title", "string"),
+        ("price", "double"),  # carried from the listing, typed as the listing's price step makes it
+    ]
+    assert [k["Name"] for k in item["PartitionKeys"]] == ["crawl", "run"]
+    assert "projection.type.type" not in item["Parameters"]
+    template = render(item["Parameters"]["storage.location.template"])
+    assert template == f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/records/type=item/"
+    listing = [c["Name"] for c in tables["typed__listing"]["StorageDescriptor"]["Columns"]]
+    assert listing == ["_key", "_page", "_type", "title", "price"]
+
+    # The query policy reads each of the three tables and no other.
+    policy = next(r for r in resources.values() if r["Type"] == "AWS::IAM::ManagedPolicy")
+    statement = next(st for st in policy["Properties"]["PolicyDocument"]["Statement"] if st["Sid"] == "ReadTheCatalog")
+    named = sorted(render(r).rsplit("/", 1)[-1] for r in statement["Resource"] if ":table/" in render(r))
+    assert named == ["typed", "typed__item", "typed__listing"]

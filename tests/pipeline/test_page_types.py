@@ -9,6 +9,8 @@ from typing import Any
 from sluice.domain.layout import records_prefix
 from sluice.messages import UrlTask
 from sluice.pipeline.links import parent_id
+from sluice.spec import parse_spec
+from sluice.spec.columns import PARTITIONS, type_columns
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.ops.query import crawl_tables, run_query
 from sluice_tools.runner.session import LocalRun
@@ -96,6 +98,15 @@ def test_sluice_query_reads_every_types_records_with_their_type(
     # The type partition (as Athena's table has it) agrees with each record's own _type; the books' prices
     # were carried from their cards.
     assert rows == [("book", "book", BOOKS, BOOKS), ("listing", "listing", BOOKS, BOOKS)]
+    # Each type's own view: its fields and the ones carried to it, typed as the Glue table types them.
+    spec = typed_spec(books_spec, site.base_url)
+    parsed = parse_spec(spec)
+    for kind in ("listing", "book"):
+        _, described = run_query(f"DESCRIBE typed_books__{kind}", tables)
+        expected = [(c.name, c.duckdb) for c in [*type_columns(parsed, kind), *PARTITIONS]]
+        assert [(row[0], row[1]) for row in described] == expected
+    sql = f"SELECT count(*), count(price), min(price) > 0 FROM typed_books__book WHERE run = '{run_id}'"  # noqa: S608
+    assert run_query(sql, tables)[1] == [(BOOKS, BOOKS, True)]
 
 
 def test_each_type_is_counted_and_judged_on_its_own(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
@@ -215,7 +226,8 @@ def test_the_records_table_keeps_each_types_record_of_a_shared_key(
     book = next(r for r in pipeline.records(CRAWL, run_id) if r["_type"] == "book")
     card = table.get(CRAWL, book["_key"], "listing")
     page = table.get(CRAWL, book["_key"], "book")
-    assert card is not None and page is not None
+    assert card is not None
+    assert page is not None
     assert (card["record_type"], page["record_type"]) == ("listing", "book")
     assert json.loads(str(page["data"]))["name"] == book["name"]
     assert "name" not in json.loads(str(card["data"]))
