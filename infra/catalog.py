@@ -1,4 +1,5 @@
-"""The Glue catalog over the runs' output: one database per stage, one table per crawl spec.
+"""The Glue catalog over the runs' output: one database per stage, one table per crawl spec, and for a
+spec with page types one more per type (its own fields and those carried to it, over its folder).
 
 Partition projection computes a query's partitions from the table's own parameters, so there is
 no Glue crawler and no ``MSCK REPAIR TABLE``: a run's records are queryable the moment the
@@ -16,7 +17,15 @@ from constructs import Construct
 from infra.config import StackConfig
 from sluice.domain.layout import RUNS_PREFIX, records_prefix
 from sluice.spec import CrawlSpec
-from sluice.spec.columns import partitions, record_columns, table_name
+from sluice.spec.columns import (
+    PARTITIONS,
+    Column,
+    partitions,
+    record_columns,
+    table_name,
+    type_columns,
+    type_table_name,
+)
 
 # Hive's text formats with the OpenX JSON SerDe: one record a line, as the finalizer writes them.
 INPUT_FORMAT = "org.apache.hadoop.mapred.TextInputFormat"
@@ -32,7 +41,7 @@ SERDE_PARAMETERS = {
 }
 
 
-def location_template(bucket: str, *, typed: bool = False) -> str:
+def location_template(bucket: str, *, typed: bool = False, kind: str | None = None) -> str:
     """Where projection finds a partition's files: exactly the layout's records folder of a crawl's run
     (and, for a spec with page types, the type's folder in it).
 
@@ -40,11 +49,14 @@ def location_template(bucket: str, *, typed: bool = False) -> str:
     and ``summary.json``, which Athena would otherwise read as records.
     """
     folder = f"s3://{bucket}/{records_prefix('${crawl}', '${run}')}"
+    if kind is not None:
+        return f"{folder}type={kind}/"
     return f"{folder}type=${{type}}/" if typed else folder
 
 
-def projection(spec: CrawlSpec, bucket: str) -> dict[str, str]:
-    """The table parameters that project its partitions (Athena reads them; Glue stores them)."""
+def projection(spec: CrawlSpec, bucket: str, kind: str | None = None) -> dict[str, str]:
+    """The table parameters that project its partitions (Athena reads them; Glue stores them); ``kind``: the
+    table of one page type, whose partitions are the crawl and the run (its folder is fixed)."""
     return {
         "projection.enabled": "true",
         # One crawl a table: its name is the only value.
@@ -56,10 +68,10 @@ def projection(spec: CrawlSpec, bucket: str) -> dict[str, str]:
         "projection.run.type": "injected",
         **(
             {"projection.type.type": "enum", "projection.type.values": ",".join(spec.types)}
-            if spec.types is not None
+            if spec.types is not None and kind is None
             else {}
         ),
-        "storage.location.template": location_template(bucket, typed=spec.types is not None),
+        "storage.location.template": location_template(bucket, typed=spec.types is not None, kind=kind),
     }
 
 
@@ -92,18 +104,31 @@ class RecordsCatalog(Construct):
                 table_input=self._table_input(spec, bucket.bucket_name),
             )
             table.add_resource_dependency(self.database)
-            self.tables[spec.name] = table
+            self.tables[table_name(spec.name)] = table
+            for kind in spec.types or {}:
+                own = glue.CfnTable(
+                    self,
+                    f"Table-{spec.name}-{kind}",
+                    catalog_id=account,
+                    database_name=self.database_name,
+                    table_input=self._table_input(spec, bucket.bucket_name, kind),
+                )
+                own.add_resource_dependency(self.database)
+                self.tables[type_table_name(spec.name, kind)] = own
 
     @staticmethod
-    def _table_input(spec: CrawlSpec, bucket: str) -> glue.CfnTable.TableInputProperty:
+    def _table_input(spec: CrawlSpec, bucket: str, kind: str | None = None) -> glue.CfnTable.TableInputProperty:
+        columns: list[Column] = record_columns(spec) if kind is None else type_columns(spec, kind)
+        keys = partitions(spec) if kind is None else list(PARTITIONS)
+        what = f"crawl {spec.name}" if kind is None else f"page type {kind} of crawl {spec.name}"
         return glue.CfnTable.TableInputProperty(
-            name=table_name(spec.name),
-            description=f"Records of crawl {spec.name}, one row a record, partitioned by crawl and run",
+            name=table_name(spec.name) if kind is None else type_table_name(spec.name, kind),
+            description=f"Records of {what}, one row a record, partitioned by crawl and run",
             table_type="EXTERNAL_TABLE",
-            parameters={"EXTERNAL": "TRUE", "classification": "json", **projection(spec, bucket)},
-            partition_keys=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in partitions(spec)],
+            parameters={"EXTERNAL": "TRUE", "classification": "json", **projection(spec, bucket, kind)},
+            partition_keys=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in keys],
             storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
-                columns=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in record_columns(spec)],
+                columns=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in columns],
                 location=f"s3://{bucket}/{RUNS_PREFIX}crawl={spec.name}/",
                 input_format=INPUT_FORMAT,
                 output_format=OUTPUT_FORMAT,

@@ -16,7 +16,6 @@ from constructs import Construct
 from infra.catalog import RecordsCatalog
 from infra.config import StackConfig
 from sluice.domain.layout import RUNS_PREFIX
-from sluice.spec.columns import table_name
 
 # What running a query, waiting for it and reading its results takes; nothing that changes the
 # workgroup, and no named queries or prepared statements (a querier keeps SQL in files).
@@ -100,10 +99,10 @@ class Query(Construct):
                 stack.format_arn(
                     service="glue",
                     resource="table",
-                    resource_name=f"{catalog.database_name}/{table_name(crawl)}",
+                    resource_name=f"{catalog.database_name}/{table}",
                     arn_format=ArnFormat.SLASH_RESOURCE_NAME,
                 )
-                for crawl in catalog.tables
+                for table in catalog.tables
             ),
         ]
         results = config.query_results_prefix

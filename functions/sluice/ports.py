@@ -188,7 +188,9 @@ class RecordsTable(Protocol):
 
     def upsert(self, crawl: str, run_id: str, records: Sequence[Record]) -> None: ...
 
-    def get(self, crawl: str, key: str) -> Mapping[str, object] | None: ...
+    def get(self, crawl: str, key: str, type_: str | None = None) -> Mapping[str, object] | None:
+        """A key's current record (of page type ``type_``, for a spec with ``types``: keys are per type)."""
+        ...
 
 
 class SecretSource(Protocol):

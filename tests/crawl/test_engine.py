@@ -68,3 +68,49 @@ def test_the_engine_counts_what_its_limits_left_out(
     with JsonlSink(tmp_path / "records.jsonl") as sink:
         tally = asyncio.run(crawl(spec, sink, allow_loopback=True))
     assert (tally.fetched, tally.capped_links, tally.beyond_depth) == (2, capped, beyond)
+
+
+@pytest.mark.timeout(60)
+def test_sluice_crawl_takes_page_types_and_carries_fields_along_their_rules(
+    site: RunningDemoSite, tmp_path: Path
+) -> None:
+    """The engine types a page by the rule that led there, as the pipeline does, and merges what was carried."""
+    from sluice_tools.crawl.summary import summarize
+
+    spec = parse_spec(
+        {
+            "name": "engine-types",
+            "seeds": {"template": f"{site.base_url}/catalogue/page-{{n}}.html", "range": {"start": 1, "stop": 2}},
+            "follow": {"max_depth": 1},
+            "types": {
+                "listing": {
+                    "pages": r"/catalogue/page-\d+\.html$",
+                    "extract": {
+                        "item": "article.product_pod",
+                        "fields": {
+                            "url": {"selector": "h3 a::attr(href)", "process": ["strip", "absolute_url"]},
+                            "price": {"selector": "p.price_color::text", "process": ["strip", "price"]},
+                        },
+                        "key": ["url"],
+                    },
+                    "follow": {"books": {"selectors": ["article.product_pod h3 a"], "carry": ["price"]}},
+                },
+                "book": {
+                    "via": ["books"],
+                    "extract": {"fields": {"name": "div.product_main h1::text", "url": "::page_url"}, "key": ["url"]},
+                },
+            },
+            "politeness": {"concurrency": 4, "obey_robots": False, "timeout_seconds": 5},
+        }
+    )
+    out = tmp_path / "records.jsonl"
+    with JsonlSink(out) as sink:
+        tally = asyncio.run(crawl(spec, sink, allow_loopback=True))
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    cards = {r["url"]: r for r in records if r["_type"] == "listing"}
+    books = [r for r in records if r["_type"] == "book"]
+    assert len(cards) == len(books) == 40
+    assert all(b["price"] == cards[b["url"]]["price"] and b["name"] for b in books)
+    summary = summarize(spec, tally, out, 1.0)
+    assert summary["by_type"] == {"book": 40, "listing": 40}
+    assert "  types    listing 40 records, book 40 records" in summary["text"].splitlines()

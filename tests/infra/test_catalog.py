@@ -22,7 +22,7 @@ from infra.stack import SluiceStack
 
 from sluice.domain.layout import records_file, records_prefix
 from sluice.spec import SPEC_SUFFIXES, CrawlSpec, load_spec, parse_spec
-from sluice.spec.columns import PARTITIONS, record_columns, table_name
+from sluice.spec.columns import partitions, record_columns, table_name, type_table_name
 from sluice_tools.demosite import running_demo_site
 from sluice_tools.runner.local import LocalFleet
 
@@ -90,8 +90,8 @@ def test_the_demo_table_reads_provenance_then_its_fields_with_price_a_double(
 @pytest.mark.parametrize("spec", EVERY_SPEC, ids=lambda s: s.name)
 def test_partition_keys_are_crawl_then_run(every_crawl: tuple[dict[str, Any], str], spec: CrawlSpec) -> None:
     keys = _table(every_crawl, spec)["PartitionKeys"]
-    assert [(k["Name"], k["Type"]) for k in keys] == [(c.name, c.type) for c in PARTITIONS]
-    assert [k["Name"] for k in keys] == ["crawl", "run"]
+    assert [(k["Name"], k["Type"]) for k in keys] == [(c.name, c.type) for c in partitions(spec)]
+    assert [k["Name"] for k in keys] == ["crawl", "run", *(["type"] if spec.types is not None else [])]
 
 
 @pytest.mark.parametrize("spec", EVERY_SPEC, ids=lambda s: s.name)
@@ -99,11 +99,13 @@ def test_projection_enumerates_the_crawl_and_injects_the_run(
     every_crawl: tuple[dict[str, Any], str], spec: CrawlSpec
 ) -> None:
     parameters = _table(every_crawl, spec)["Parameters"]
+    typed = {"projection.type.type": "enum", "projection.type.values": ",".join(spec.types or {})}
     assert {k: v for k, v in parameters.items() if k.startswith("projection.")} == {
         "projection.enabled": "true",
         "projection.crawl.type": "enum",
         "projection.crawl.values": spec.name,
         "projection.run.type": "injected",
+        **(typed if spec.types is not None else {}),
     }
 
 
@@ -113,10 +115,12 @@ def test_location_template_is_the_layouts_records_folder(
 ) -> None:
     _, bucket = every_crawl
     template = render(_table(every_crawl, spec)["Parameters"]["storage.location.template"])
-    assert template == f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/records/"
+    typed = "type=${type}/" if spec.types is not None else ""
+    assert template == f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/records/{typed}"
     # A run's first records file, as the finalizer names it, sits right in the projected folder.
-    folder = template.replace("${crawl}", spec.name).replace("${run}", RUN_ID)
-    key = records_file(spec.name, RUN_ID, 0)
+    kind = next(iter(spec.types)) if spec.types is not None else None
+    folder = template.replace("${crawl}", spec.name).replace("${run}", RUN_ID).replace("${type}", str(kind))
+    key = records_file(spec.name, RUN_ID, 0, kind)
     assert f"s3://{bucket}/{key}".rsplit("/", 1)[0] + "/" == folder
 
 
@@ -183,28 +187,91 @@ def test_a_real_runs_output_is_what_the_table_reads(every_crawl: tuple[dict[str,
         assert all(_fits(value, columns[key.lower()]) for key, value in line.items()), line
 
 
-def test_a_typed_specs_table_is_partitioned_by_type_too(tmp_path: Path) -> None:
-    """Page types land under records/type=NAME/: a third partition key, an enum of the spec's types."""
+def test_each_page_types_table_reads_what_a_real_run_of_the_typed_demo_wrote(
+    every_crawl: tuple[dict[str, Any], str], tmp_path: Path
+) -> None:
+    """crawls/demo-types.yaml run for real: each type's part files sit where its own table's projection points,
+    and every line's keys are that table's columns (the carried one included) with values of their types."""
+    spec = next(s for s in EVERY_SPEC if s.name == "demo-types")
+    tables = _tables(every_crawl[0])
+    with running_demo_site(books=40) as site:
+        text = (CRAWLS / "demo-types.yaml").read_text(encoding="utf-8").replace("http://127.0.0.1:8710", site.base_url)
+        data = yaml.safe_load(text)
+        data["seeds"]["range"]["stop"] = 2
+        specs = tmp_path / "crawls"
+        specs.mkdir()
+        (specs / "demo-types.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        run = LocalFleet(specs, tmp_path / "state", workers=1, allow_loopback=True).run(parse_spec(data))
+    assert run.summary["records"]["by_type"] == {"book": 40, "listing": 40}
+    objects = tmp_path / "state" / "objects"
+    for kind in spec.types or {}:
+        table = tables[type_table_name(spec.name, kind)]["TableInput"]
+        columns = {c["Name"]: c["Type"] for c in table["StorageDescriptor"]["Columns"]}
+        template = render(table["Parameters"]["storage.location.template"])
+        folder = template.split("/", 3)[3].replace("${crawl}", spec.name).replace("${run}", run.run_id)
+        parts = sorted((objects / folder).glob("part-*.jsonl"))
+        lines = [json.loads(line) for part in parts for line in part.read_text(encoding="utf-8").splitlines()]
+        assert len(lines) == 40
+        for line in lines:
+            assert {key.lower() for key in line} == set(columns), kind
+            assert all(_fits(value, columns[key.lower()]) for key, value in line.items()), line
+    assert "found_on" in columns  # the book table has the field its listing carried to it
+
+
+def test_a_typed_spec_has_a_table_for_all_types_and_one_per_type_with_what_is_carried_to_it() -> None:
+    """Page types land under records/type=NAME/: the crawl's table has a third partition key, an enum of the
+    spec's types; each type's own table reads its folder alone, with its fields and the ones carried to it
+    typed as the carrying type has them (a field two types type differently is the union table's weak spot)."""
     spec = parse_spec(
         {
             "name": "typed",
             "seeds": {"urls": ["https://example.com/"]},
             "types": {
-                "listing": {"pages": "/list", "extract": {"fields": {"title": "h1::text"}}},
-                "item": {"pages": "/item", "extract": {"fields": {"name": "h1::text"}}},
+                "listing": {
+                    "pages": "/list",
+                    "extract": {
+                        "item": "li",
+                        "fields": {"title": "a::text", "price": {"selector": "b::text", "process": ["price"]}},
+                    },
+                    "follow": {"items": {"selectors": ["li a"], "carry": ["price"]}},
+                },
+                "item": {"via": ["items"], "extract": {"fields": {"name": "h1::text", "title": "h2::text"}}},
             },
         }
     )
     app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": []})
     stack = SluiceStack(app, "Sluice-typed", config=DEFAULT, specs=[spec])
     bucket = f"<{stack.get_logical_id(stack.storage.bucket.node.default_child)}>"  # type: ignore[arg-type]
-    (table,) = (
-        r["Properties"]["TableInput"]
-        for r in Template.from_stack(stack).to_json()["Resources"].values()
-        if r["Type"] == "AWS::Glue::Table"
-    )
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    tables = {name: t["TableInput"] for name, t in _tables(resources).items()}
+    assert sorted(tables) == ["typed", "typed__item", "typed__listing"]
+
+    table = tables["typed"]
     assert [k["Name"] for k in table["PartitionKeys"]] == ["crawl", "run", "type"]
     parameters = table["Parameters"]
     assert (parameters["projection.type.type"], parameters["projection.type.values"]) == ("enum", "listing,item")
     template = render(parameters["storage.location.template"])
     assert template == f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/records/type=${{type}}/"
+
+    item = tables["typed__item"]
+    columns = [(c["Name"], c["Type"]) for c in item["StorageDescriptor"]["Columns"]]
+    assert columns == [
+        ("_key", "string"),
+        ("_page", "string"),
+        ("_type", "string"),
+        ("name", "string"),
+        ("title", "string"),
+        ("price", "double"),  # carried from the listing, typed as the listing's price step makes it
+    ]
+    assert [k["Name"] for k in item["PartitionKeys"]] == ["crawl", "run"]
+    assert "projection.type.type" not in item["Parameters"]
+    template = render(item["Parameters"]["storage.location.template"])
+    assert template == f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/records/type=item/"
+    listing = [c["Name"] for c in tables["typed__listing"]["StorageDescriptor"]["Columns"]]
+    assert listing == ["_key", "_page", "_type", "title", "price"]
+
+    # The query policy reads each of the three tables and no other.
+    policy = next(r for r in resources.values() if r["Type"] == "AWS::IAM::ManagedPolicy")
+    statement = next(st for st in policy["Properties"]["PolicyDocument"]["Statement"] if st["Sid"] == "ReadTheCatalog")
+    named = sorted(render(r).rsplit("/", 1)[-1] for r in statement["Resource"] if ":table/" in render(r))
+    assert named == ["typed", "typed__item", "typed__listing"]

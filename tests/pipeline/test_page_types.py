@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from sluice.domain.layout import records_prefix
+from sluice.messages import UrlTask
+from sluice.pipeline.links import parent_id
+from sluice.spec import parse_spec
+from sluice.spec.columns import PARTITIONS, type_columns
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.ops.query import crawl_tables, run_query
+from sluice_tools.runner.session import LocalRun
+from sluice_tools.runner.summary import as_text
 
 from .conftest import BOOKS, PAGES, Pipeline, local_harness
 
@@ -91,3 +98,137 @@ def test_sluice_query_reads_every_types_records_with_their_type(
     # The type partition (as Athena's table has it) agrees with each record's own _type; the books' prices
     # were carried from their cards.
     assert rows == [("book", "book", BOOKS, BOOKS), ("listing", "listing", BOOKS, BOOKS)]
+    # Each type's own view: its fields and the ones carried to it, typed as the Glue table types them.
+    spec = typed_spec(books_spec, site.base_url)
+    parsed = parse_spec(spec)
+    for kind in ("listing", "book"):
+        _, described = run_query(f"DESCRIBE typed_books__{kind}", tables)
+        expected = [(c.name, c.duckdb) for c in [*type_columns(parsed, kind), *PARTITIONS]]
+        assert [(row[0], row[1]) for row in described] == expected
+    sql = f"SELECT count(*), count(price), min(price) > 0 FROM typed_books__book WHERE run = '{run_id}'"  # noqa: S608
+    assert run_query(sql, tables)[1] == [(BOOKS, BOOKS, True)]
+
+
+def test_each_type_is_counted_and_judged_on_its_own(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+    """Summary per type; a second run whose book selector matches nothing is unhealthy for that type,
+    though the run's total (the listings, half the records) stays at the record-count floor."""
+    spec = typed_spec(books_spec, site.base_url)
+    spec["alerts"] = {"record_count_floor": 0.5}
+    pipeline.spec(spec)
+    first = pipeline.run(CRAWL)
+    types = pipeline.summary(CRAWL, first)["types"]
+    per_type = BOOKS
+    assert types["listing"] | {"null_rates": None} == {
+        "pages": PAGES,
+        "failed": 0,
+        "records": per_type,
+        "new": per_type,
+        "changed": 0,
+        "unchanged": 0,
+        "items": per_type,
+        "null_rates": None,
+        "previous_records": None,
+        "record_count_ratio": None,
+    }
+    assert (types["book"]["pages"], types["book"]["records"], types["book"]["new"]) == (BOOKS, BOOKS, BOOKS)
+    # The book page has no rating: each is carried from its card, so no book record lacks one.
+    assert types["book"]["null_rates"] == {}
+
+    spec["types"]["book"]["extract"]["fields"]["name"]["selector"] = "div.redesigned h1::text"
+    pipeline.spec(spec)
+    second = pipeline.run(CRAWL)
+    summary = pipeline.summary(CRAWL, second)
+    assert summary["records"]["total"] == per_type  # only the listings' records
+    assert summary["types"]["book"] | {"null_rates": None} == {
+        "pages": BOOKS,
+        "failed": 0,
+        "records": 0,
+        "new": 0,
+        "changed": 0,
+        "unchanged": 0,
+        "items": BOOKS,
+        "null_rates": None,
+        "previous_records": BOOKS,
+        "record_count_ratio": 0.0,
+    }
+    assert summary["types"]["listing"]["record_count_ratio"] == 1.0
+    text = as_text(LocalRun(CRAWL, second, summary, [], {"records": "records/", "summary": "summary.json"}))
+    book_line = (
+        f"  type book: {BOOKS} page(s), 0 records (new 0, changed 0), previous run {BOOKS}; name missing in 100%"
+    )
+    assert book_line in text.splitlines()
+    assert "ALERT records_nonzero:book: type 'book' collected 0 records" in text
+    checks = {c["check"]: c["ok"] for c in summary["verdict"]["checks"]}
+    assert checks["record_count_drop"]  # half the run's records: at the floor, the total alone looks fine
+    alerts = {a["check"] for a in summary["verdict"]["alerts"]}
+    assert alerts == {"records_nonzero:book", "record_count_drop:book"}
+    assert not summary["verdict"]["healthy"]
+
+
+def test_a_page_seeded_from_the_catalog_keeps_its_type_and_what_was_carried_to_it(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """Night 2 seeds every book page from night 1's results, not from a link: a changed book page is extracted
+    again as a book (the rule that led there is in its task), with the fields its card carried."""
+    pipeline.spec(typed_spec(books_spec, site.base_url))
+    pipeline.run(CRAWL)
+    changed = site.set_catalogue(books=BOOKS, version=1, changed_fraction=0.1).changed_ids
+    assert changed
+    second = pipeline.run(CRAWL)
+    summary = pipeline.summary(CRAWL, second)
+    assert summary["pages"]["fetched"] >= len(changed)  # the changed books' pages answered 200, not 304
+    assert summary["types"]["book"]["records"] == BOOKS
+    assert summary["verdict"]["healthy"], summary["verdict"]["alerts"]
+    books = [r for r in pipeline.records(CRAWL, second) if r["_type"] == "book"]
+    assert len(books) == BOOKS
+    assert all(b["price"] is not None and b["rating"] is not None for b in books)
+
+
+def test_a_stranded_claim_is_sent_again_with_its_rule_and_carried_fields(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """The sweep re-sends a claim nobody sent: the claim keeps the rule and the carried data its link had."""
+    spec = typed_spec(books_spec, site.base_url)
+    spec["seeds"]["range"]["stop"] = 1  # one listing page
+    pipeline.spec(spec)
+    run_id = pipeline.start(CRAWL)
+    page_1 = f"{site.base_url}/catalogue/page-1.html"
+    book = site.catalogue.detail_path(site.catalogue.books[-1])  # on the last listing page: not found from page 1
+    stranded = UrlTask(
+        url=f"{site.base_url}{book}",
+        depth=1,
+        origin="link",
+        parent=parent_id(page_1),
+        via="books",
+        carry={"price": 12.5, "rating": "Five"},
+    )
+    run = pipeline.run_state(CRAWL, run_id)
+    assert pipeline.services.frontier.claim(run_id, [stranded], seeds=run.seeds, max_pages=500).won == [stranded]
+    pipeline.drain()
+    assert pipeline.sweep() == []  # counts it, not drained
+    assert pipeline.sweep() == []  # stalled: the waiting link is sent again
+    pipeline.drain()
+    assert [f["run_id"] for f in pipeline.sweep()] == [run_id]
+
+    records = [r for r in pipeline.records(CRAWL, run_id) if r["_key"] == stranded.url]
+    assert [(r["_type"], r["price"], r["rating"]) for r in records] == [("book", 12.5, "Five")]
+
+
+def test_the_records_table_keeps_each_types_record_of_a_shared_key(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    spec = typed_spec(books_spec, site.base_url)
+    spec["output"] = {"records_table": True}
+    pipeline.spec(spec)
+    run_id = pipeline.run(CRAWL)
+    table = pipeline.services.records
+    assert table is not None
+    book = next(r for r in pipeline.records(CRAWL, run_id) if r["_type"] == "book")
+    card = table.get(CRAWL, book["_key"], "listing")
+    page = table.get(CRAWL, book["_key"], "book")
+    assert card is not None
+    assert page is not None
+    assert (card["record_type"], page["record_type"]) == ("listing", "book")
+    assert json.loads(str(page["data"]))["name"] == book["name"]
+    assert "name" not in json.loads(str(card["data"]))
+    assert table.get(CRAWL, book["_key"]) is None  # no untyped item: keys live within their type

@@ -102,3 +102,13 @@ def test_a_sitemap_spec_says_its_seeds_come_from_sitemaps(tmp_path: Path, capsys
     assert main(["validate", str(write(tmp_path, {**SPEC, "seeds": seeds}))]) == 0
     out = capsys.readouterr().out
     assert "1 seed(s) + the pages of 1 sitemap(s) and the sitemaps of the seeds' robots.txt" in out
+
+
+def test_a_typed_spec_says_its_types_and_that_their_rules_follow_links(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = Path(__file__).resolve().parents[2] / "crawls" / "demo-types.yaml"
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "follows links 1 hop(s) from a seed, up to 2000 pages" in out
+    assert "8 field(s) in 2 page types: listing (4), book (6)" in out

@@ -38,7 +38,7 @@ def test_shipped_specs_validate(path: Path) -> None:
     spec = load_spec(path)
     assert spec.name
     assert spec.seeds.count() >= 1
-    assert spec.extract.fields
+    assert all(extract.fields for extract in spec.extracts().values())
 
 
 def test_books_spec_reads_the_catalogue_fields() -> None:

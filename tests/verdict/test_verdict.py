@@ -77,3 +77,32 @@ def test_a_run_cut_short_by_its_limits_says_so_and_is_unhealthy_only_if_the_spec
     assert not verdict.healthy
     assert [a.name for a in verdict.alerts] == ["truncated"]
     assert judge(RunCounts(fetched=5, records=10), None, strict, follow=follow).healthy
+
+
+def test_a_types_loss_hidden_in_the_total_is_caught_by_its_own_checks() -> None:
+    from sluice.domain.verdict import TypeCounts
+
+    counts = RunCounts(
+        fetched=100,
+        records=1000,
+        items=1000,
+        by_type={"listing": TypeCounts(records=1000, items=1000), "book": TypeCounts(records=0, items=0)},
+    )
+    verdict = judge(counts, previous_records=2000, alerts=ALERTS, previous_by_type={"listing": 1000, "book": 1000})
+    # The total kept half of the last run's records: the run-wide check passes at the floor.
+    assert next(c for c in verdict.checks if c.name == "record_count_drop").ok
+    assert sorted(a.name for a in verdict.alerts) == ["record_count_drop:book", "records_nonzero:book"]
+    assert "type 'book' collected 0 records" in next(a.message for a in verdict.alerts if a.name.startswith("records_"))
+    assert not verdict.healthy
+
+
+def test_a_types_null_rate_is_its_own_items_not_every_types() -> None:
+    from sluice.domain.verdict import TypeCounts
+
+    alerts = Alerts(record_count_floor=0.5, max_error_rate=0.1, max_null_rate=0.5)
+    # 'isbn' is missing from 90 of the 100 book items; across all 1,100 items that would look like 8%.
+    by_type = {"listing": TypeCounts(records=1000, items=1000), "book": TypeCounts(100, 100, {"isbn": 90})}
+    counts = RunCounts(fetched=60, records=1100, items=1100, missing={"isbn": 90}, by_type=by_type)
+    verdict = judge(counts, previous_records=None, alerts=alerts, previous_by_type={})
+    assert [a.name for a in verdict.alerts] == ["null_rate:book.isbn"]
+    assert verdict.alerts[0].value == 0.9

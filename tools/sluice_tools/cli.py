@@ -35,7 +35,8 @@ def _validate(args: argparse.Namespace) -> int:
             print(f"invalid: {path}\n  {exc}", file=sys.stderr)
             continue
         follow = spec.follow
-        if not follow.selectors:
+        rules = [rule for kind in (spec.types or {}).values() for rule in kind.follow.values()]
+        if not follow.selectors and not rules:
             reach = "follows no links"
         elif follow.max_depth is None:
             reach = f"follows links at any depth, up to {follow.max_pages} pages"
@@ -45,7 +46,10 @@ def _validate(args: argparse.Namespace) -> int:
         if (sitemaps := spec.seeds.sitemaps) is not None:
             robots = " and the sitemaps of the seeds' robots.txt" if sitemaps.from_robots else ""
             seeds += f" + the pages of {len(sitemaps.urls)} sitemap(s){robots}"
-        types = f" in {len(spec.types)} page types" if spec.types is not None else ""
+        types = ""
+        if spec.types is not None:
+            shown = ", ".join(f"{name} ({len(kind.extract.fields)})" for name, kind in spec.types.items())
+            types = f" in {len(spec.types)} page types: {shown}"
         print(
             f"ok: {path} (crawl {spec.name!r}, {seeds}, {reach}, "
             f"{len(field_names(spec))} field(s){types}, schedule {spec.schedule or 'none'})"

@@ -147,6 +147,13 @@ class PageResult:
     fetched_at: int | None = None
     """Epoch seconds of the page's last successful fetch: this run's (a 200 or a 304), or, for a page not
     due, the one its carried records come from. What the next run compares a sitemap's lastmod with."""
+    type: str | None = None
+    """The page's type (a spec with ``types``): whose counts, null rates and record-count check it joins."""
+    via: str | None = None
+    """The follow rule whose link led here (a spec with ``types``): the next run's task says it again, so the
+    page is taken for the same type when it is seeded from the catalog."""
+    carry: Mapping[str, Any] | None = None
+    """What the linking page carried here (merged into the page's records): the next run's task carries it."""
 
     @property
     def records(self) -> int:
@@ -207,6 +214,12 @@ class PageResult:
             plain["bd"] = self.beyond_depth
         if self.fetched_at is not None:
             plain["ft"] = self.fetched_at  # not "t": the ledger's items keep their expiry there
+        if self.type is not None:
+            plain["ty"] = self.type
+        if self.via is not None:
+            plain["v"] = self.via
+        if self.carry:
+            plain["ca"] = dict(self.carry)
         return plain
 
     @classmethod
@@ -236,6 +249,9 @@ class PageResult:
             capped_links=int(plain.get("cp", 0)),
             beyond_depth=int(plain.get("bd", 0)),
             fetched_at=int(plain["ft"]) if plain.get("ft") is not None else None,
+            type=plain.get("ty"),
+            via=plain.get("v"),
+            carry=plain.get("ca") or None,
         )
 
 
@@ -260,6 +276,10 @@ class UrlEntry:
     parent: str | None
     """The first 16 hex characters of the claiming page's URL hash (links only)."""
     result: PageResult | None
+    via: str | None = None
+    """The follow rule whose link was claimed (a spec with ``types``), as the claim keeps it."""
+    carry: Mapping[str, Any] | None = None
+    """What the claiming page carried along the link, as the claim keeps it (sent again with the link)."""
 
     @property
     def done(self) -> bool:

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sluice.domain.hosts import blocked_host
-from sluice.domain.pages import UrlEntry
-from sluice.domain.verdict import RunCounts
+from sluice.domain.pages import PageResult, UrlEntry
+from sluice.domain.verdict import RunCounts, TypeCounts
 
 OTHER = "(other)"
 
@@ -59,6 +59,35 @@ class BlockedHost:
     """The host's URLs the run skipped since."""
 
 
+MAX_TYPES = 20
+"""Page types a spec names at most (``CrawlSpec.types``): a tally per type stays small."""
+
+
+@dataclass
+class TypeTally:
+    """One page type's share of a run (a spec with ``types``): its pages, records and missing fields."""
+
+    pages: int = 0
+    failed: int = 0
+    records_new: int = 0
+    records_changed: int = 0
+    records_unchanged: int = 0
+    items: int = 0
+    missing: BoundedCounter = field(default_factory=BoundedCounter)
+
+    def add(self, result: PageResult) -> None:
+        self.pages += 1
+        self.failed += result.outcome == "failed"
+        self.records_new += result.counts.new
+        self.records_changed += result.counts.changed
+        self.records_unchanged += result.counts.unchanged
+        self.items += result.items
+        self.missing.update(result.missing)
+
+    def counts(self, records_in_output: int) -> TypeCounts:
+        return TypeCounts(records=records_in_output, items=self.items, missing=dict(self.missing.counts))
+
+
 @dataclass
 class RunTally:
     """Everything a run's verdict and summary count, from one pass over its URLs."""
@@ -90,6 +119,8 @@ class RunTally:
     blocked: dict[str, BlockedHost] = field(default_factory=dict)
     """Hosts the breaker paused for the run, by host (at most :data:`MAX_BLOCKED_HOSTS`)."""
     entries: int = 0
+    types: dict[str, TypeTally] = field(default_factory=dict)
+    """Per page type, for a spec with ``types`` (pages no type takes are counted in the run's totals only)."""
 
     @classmethod
     def of(cls, seeds: int, entries: Iterable[UrlEntry]) -> RunTally:
@@ -134,6 +165,8 @@ class RunTally:
         self.beyond_depth += result.beyond_depth
         self.missing.update(result.missing)
         self.rejected.update(result.rejected)
+        if result.type is not None and (result.type in self.types or len(self.types) < MAX_TYPES):
+            self.types.setdefault(result.type, TypeTally()).add(result)
 
     def _count_blocked(self, reason: str | None) -> None:
         host = blocked_host(reason)
@@ -167,10 +200,18 @@ class RunTally:
         """Records counted page by page (a record on two pages counts on each; the output holds it once)."""
         return self.records_new + self.records_changed + self.records_unchanged
 
-    def counts(self, records_in_output: int, gone: tuple[int, int] | None = None) -> RunCounts:
+    def counts(
+        self,
+        records_in_output: int,
+        gone: tuple[int, int] | None = None,
+        records_by_type: Mapping[str, int] | None = None,
+    ) -> RunCounts:
         """What the verdict judges: the output's record count, the pages' outcomes, and ``(previous, gone)``
-        records against the catalog run when there is one."""
+        records against the catalog run when there is one; per page type, the output's records of each."""
+        by_type = records_by_type or {}
+        kinds = sorted({*self.types, *by_type})
         return RunCounts(
+            by_type={k: self.types.get(k, TypeTally()).counts(by_type.get(k, 0)) for k in kinds},
             fetched=self.fetched,
             not_modified=self.not_modified,
             not_due=self.not_due,

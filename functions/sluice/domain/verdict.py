@@ -12,6 +12,18 @@ from sluice.spec import Alerts, Follow
 
 
 @dataclass(frozen=True, slots=True)
+class TypeCounts:
+    """One page type's share of a run: its records in the output, the items its pages held, fields missing."""
+
+    records: int = 0
+    items: int = 0
+    missing: Mapping[str, int] = field(default_factory=dict)
+
+    def null_rates(self) -> dict[str, float]:
+        return {name: n / self.items for name, n in sorted(self.missing.items())} if self.items else {}
+
+
+@dataclass(frozen=True, slots=True)
 class RunCounts:
     """What a run did, as the ledger counted it."""
 
@@ -34,6 +46,8 @@ class RunCounts:
     """Of those, the ones this run's output lacks."""
     blocked: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     """Hosts the breaker paused for the run: the breaker's reason and how many of the host's URLs were skipped."""
+    by_type: Mapping[str, TypeCounts] = field(default_factory=dict)
+    """Per page type of a spec with ``types`` (every type the spec names); empty for a one-type spec."""
 
     @property
     def attempted(self) -> int:
@@ -83,10 +97,14 @@ def judge(
     *,
     finished: bool = True,
     follow: Follow | None = None,
+    previous_by_type: Mapping[str, int] | None = None,
 ) -> Verdict:
     """Judge a run against the spec's alert thresholds and the previous run's record count.
 
-    ``follow`` names the limits in the ``truncated`` check's message.
+    ``follow`` names the limits in the ``truncated`` check's message. A run of a spec with ``types`` is
+    judged per type too (``previous_by_type``: the previous run's records of each): a type that collected
+    nothing, or far fewer than last time, is unhealthy even when the other types hide it in the total;
+    null rates are a type's own (a field of one type is not missing from another's items).
     """
     checks = [
         Check(
@@ -147,7 +165,8 @@ def judge(
                 f"(rate {gone_rate:.3f}, ceiling {alerts.max_gone_rate:.3f})",
             )
         )
-    if alerts.max_null_rate is not None:
+    checks.extend(_per_type(counts, previous_by_type or {}, alerts))
+    if alerts.max_null_rate is not None and not counts.by_type:
         for name, null_rate in counts.null_rates().items():
             if null_rate > alerts.max_null_rate:
                 checks.append(
@@ -185,3 +204,47 @@ def _truncated(counts: RunCounts, alerts: Alerts, follow: Follow) -> Check:
         return Check("truncated", True, 0.0, None, "no limit cut the crawl short")
     advice = "" if alerts.fail_when_truncated else " (alerts.fail_when_truncated makes this unhealthy)"
     return Check("truncated", not alerts.fail_when_truncated, float(left), None, "; ".join(cut) + advice)
+
+
+def _per_type(counts: RunCounts, previous: Mapping[str, int], alerts: Alerts) -> list[Check]:
+    """Each page type's own checks: it collected records, not far fewer than last run, fields not missing."""
+    checks = []
+    for kind, own in counts.by_type.items():
+        checks.append(
+            Check(
+                f"records_nonzero:{kind}",
+                own.records > 0,
+                float(own.records),
+                1.0,
+                f"type {kind!r}: {own.records} records"
+                if own.records
+                else f"type {kind!r} collected 0 records: its pages were not reached, or its selectors match nothing",
+            )
+        )
+        before = previous.get(kind)
+        if before:
+            ratio = own.records / before
+            checks.append(
+                Check(
+                    f"record_count_drop:{kind}",
+                    ratio >= alerts.record_count_floor,
+                    ratio,
+                    alerts.record_count_floor,
+                    f"type {kind!r}: {own.records} records vs {before} in the previous run "
+                    f"(ratio {ratio:.2f}, floor {alerts.record_count_floor:.2f})",
+                )
+            )
+        if alerts.max_null_rate is not None:
+            for name, null_rate in own.null_rates().items():
+                if null_rate > alerts.max_null_rate:
+                    checks.append(
+                        Check(
+                            f"null_rate:{kind}.{name}",
+                            False,
+                            null_rate,
+                            alerts.max_null_rate,
+                            f"type {kind!r}: field {name!r} missing in {null_rate:.0%} of items "
+                            f"(ceiling {alerts.max_null_rate:.0%})",
+                        )
+                    )
+    return checks

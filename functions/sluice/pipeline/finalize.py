@@ -22,8 +22,8 @@ from sluice.domain.churn import RecordChurn
 from sluice.domain.cost import US_EAST_1, RunUsage
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import RunState
-from sluice.domain.tally import RunTally
-from sluice.domain.verdict import Verdict, judge
+from sluice.domain.tally import RunTally, TypeTally
+from sluice.domain.verdict import RunCounts, Verdict, judge
 from sluice.messages import UrlTask
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
@@ -125,14 +125,20 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
     output = write_output(services.objects, count.plan, Reading(tuning.output_span_bytes, tuning.output_readers))
     previous = services.ledger.latest_finished(crawl, run_id)
     gone = _gone(services, run, count.churn)
+    by_type = {kind: output.types.get(kind, 0) for kind in spec.types} if spec.types is not None else None
+    previous_by_type = previous_types(services, previous) if spec.types is not None else None
+    counts = tally.counts(output.records, gone, by_type)
     verdict = judge(
-        tally.counts(output.records, gone),
+        counts,
         previous.records if previous is not None else None,
         spec.alerts,
         finished=finished,
         follow=spec.follow,
+        previous_by_type=previous_by_type,
     )
     summary = run_summary(run, tally, output, verdict, previous, finished=finished, spec_follow=spec.follow)
+    if spec.types is not None:
+        summary["types"] = types_section(counts, tally, previous_by_type or {})
     summary["records"]["gone"] = gone[1] if gone is not None else None
     summary["records"]["in_catalog_run"] = gone[0] if gone is not None else None
     if stopped is not None:
@@ -194,7 +200,17 @@ def revive_waiting(services: Services, crawl: str, run_id: str) -> int:
     waiting: list[UrlTask] = []
     for entry in services.frontier.scan(run_id):
         if entry.result is None and entry.origin == "link":
-            waiting.append(UrlTask(url=entry.url, depth=entry.depth, origin="link", parent=entry.parent, again=True))
+            waiting.append(
+                UrlTask(
+                    url=entry.url,
+                    depth=entry.depth,
+                    origin="link",
+                    parent=entry.parent,
+                    again=True,
+                    via=entry.via,
+                    carry=dict(entry.carry) if entry.carry else None,
+                )
+            )
             if len(waiting) >= REVIVE_LIMIT:
                 break
     if waiting:
@@ -267,6 +283,38 @@ def run_summary(
         },
         "outputs": {"records": output.folder, "files": output.files, "bytes": output.bytes},
     }
+
+
+def previous_types(services: Services, previous: RunState | None) -> dict[str, int]:
+    """The previous finished run's records per page type, from its summary (empty: none, or it had no types)."""
+    if previous is None or previous.summary_key is None:
+        return {}
+    data = services.objects.get(previous.summary_key)
+    if data is None:
+        return {}
+    types = json.loads(data).get("types") or {}
+    return {str(kind): int(section["records"]) for kind, section in types.items()}
+
+
+def types_section(counts: RunCounts, tally: RunTally, previous: dict[str, int]) -> dict[str, Any]:
+    """Per page type: pages, records in the output, new/changed/unchanged, null rates, against the previous run."""
+    section: dict[str, Any] = {}
+    for kind, own in counts.by_type.items():
+        pages = tally.types.get(kind, TypeTally())
+        before = previous.get(kind)
+        section[kind] = {
+            "pages": pages.pages,
+            "failed": pages.failed,
+            "records": own.records,
+            "new": pages.records_new,
+            "changed": pages.records_changed,
+            "unchanged": pages.records_unchanged,
+            "items": own.items,
+            "null_rates": {k: round(v, 4) for k, v in own.null_rates().items()},
+            "previous_records": before,
+            "record_count_ratio": round(own.records / before, 4) if before else None,
+        }
+    return section
 
 
 def cost_section(variable: RunUsage, fixed: RunUsage, pages: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sluice.domain.pages import MAX_URL, url_hash
 from sluice.domain.runs import RunState
@@ -122,6 +122,20 @@ def carried_data(spec: CrawlSpec, extraction: PageExtraction, records: Sequence[
         if data and len(json.dumps(data, separators=(",", ":"))) <= MAX_CARRY_BYTES:
             carried[link] = data
     return carried
+
+
+def with_carried(records: list[Record], carry: Mapping[str, object] | None) -> list[Record]:
+    """Each record with the fields its page's linking page carried: a field the page gave a value keeps it."""
+    if not carry:
+        return records
+    merged = []
+    for record in records:
+        data = dict(record.data)
+        for name, value in carry.items():
+            if data.get(name) is None:
+                data[name] = value
+        merged.append(replace(record, data=data))
+    return merged
 
 
 def _scalar(value: object) -> bool:

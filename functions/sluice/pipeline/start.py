@@ -333,8 +333,16 @@ class SeedPlan:
             number = url_number(entry.url_hash)
             known.append(number)
             depth = 0 if is_seed else entry.depth
+            result = entry.result
             yield UrlTask(
-                url=entry.url, depth=depth, origin="seed", prior=self._prior(entry), lastmod=self._lastmod(number)
+                url=entry.url,
+                depth=depth,
+                origin="seed",
+                prior=self._prior(entry),
+                lastmod=self._lastmod(number),
+                # A page a type's rule led to is taken for the same type, with what was carried to it.
+                via=result.via if result is not None else entry.via,
+                carry=dict(result.carry) if result is not None and result.carry else None,
             )
         in_catalog = SeedSet.of_numbers(known)
         for url in self._spec_urls():

@@ -60,6 +60,7 @@ from sluice.pipeline.links import (
     claim_links,
     parent_id,
     unknown_beyond_depth,
+    with_carried,
 )
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
@@ -349,7 +350,13 @@ class _RunBatch:
                 except TimeoutError:
                     return _Retry(task, Failed(task.url, "invocation time running out", True))
                 if isinstance(visit, _Visit):
-                    visit.result = replace(visit.result, ms=round((time.monotonic() - started) * 1000))
+                    visit.result = replace(
+                        visit.result,
+                        ms=round((time.monotonic() - started) * 1000),
+                        type=_page_type(spec, visit),
+                        via=task.via,
+                        carry=task.carry,
+                    )
                 return visit
 
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
@@ -461,7 +468,7 @@ class _RunBatch:
         if services.records is not None and spec.output.records_table:
             # Before counting, so that a batch that dies after counting has already upserted (upserts are
             # idempotent); each key once, as one BatchWriteItem must name an item once.
-            upserts = list({rec.key: rec for v in visits for rec in v.upserts}.values())
+            upserts = list({rec.identity: rec for v in visits for rec in v.upserts}.values())
             if upserts:
                 services.records.upsert(self.crawl, self.run_id, upserts)
         counted = services.frontier.complete(self.run_id, results) if results else []
@@ -606,7 +613,7 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type), task.via)
     except PageTooComplex as exc:  # refused before parsing: failed for good, with the reason
         return _Visit(task, _failed(task, Failed(task.url, str(exc), False, outcome.status, None, 1), prior))
-    records = _unique(_with_carried(extraction.records, task.carry))
+    records = _unique(with_carried(extraction.records, task.carry))
     packed = record_digests((r.identity, r.content_hash) for r in records) if len(records) <= MAX_DIGESTS else b""
     counts, upserts = _classify(records, prior)
     result = PageResult(
@@ -620,11 +627,12 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         body_hash=body_hash,
         counts=counts,
         items=extraction.items,
-        missing={k: v for k, v in extraction.missing.items() if v},
+        missing={k: v for k, v in extraction.missing.items() if v and not _filled(k, task.carry)},
         rejected={k: v for k, v in extraction.rejected.items() if v},
         digests=packed,
         fallback_keys=sum(r.key_fallback for r in records),
         fetched_at=int(time.time()),
+        type=extraction.type,
     )
     carried = carried_data(spec, extraction, records)
     found = children(task, extraction.links, spec, extraction.rules, carried)
@@ -633,18 +641,17 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
     return _Visit(task, result, records, found.tasks, upserts, found.beyond_depth)
 
 
-def _with_carried(records: list[Record], carry: dict[str, str | int | float | bool | None] | None) -> list[Record]:
-    """Each record with the fields its page's linking page carried: a field the page gave a value keeps it."""
-    if not carry:
-        return records
-    merged = []
-    for record in records:
-        data = dict(record.data)
-        for name, value in carry.items():
-            if data.get(name) is None:
-                data[name] = value
-        merged.append(replace(record, data=data))
-    return merged
+def _page_type(spec: CrawlSpec, visit: _Visit) -> str | None:
+    """The type a page's result is counted under: what its extraction took it for (the final URL's), else what
+    its URL and the rule that led there say (a page carried, failed or skipped was not extracted)."""
+    if spec.types is None:
+        return None
+    return visit.result.type or spec.page_type(visit.task.url, visit.task.via)
+
+
+def _filled(name: str, carry: dict[str, str | int | float | bool | None] | None) -> bool:
+    """A field the page lacked but its linking page carried a value for: no record misses it."""
+    return carry is not None and carry.get(name) is not None
 
 
 def _unique(records: list[Record]) -> list[Record]:

@@ -6,6 +6,10 @@ order, typed by the step that makes their value last (``int`` a bigint, ``number
 a double, anything else a string; ``many`` an array of that), then the partitions the output
 layout gives (``crawl``, ``run``: ``runs/crawl=NAME/run=ID/records/``). Types are Hive's, the
 names Athena uses; :meth:`Column.duckdb` gives DuckDB's.
+
+A spec with page types has one table over every type (``_type`` and a ``type`` partition, each
+field once) and a table per type (:func:`type_columns`): the type's own fields and those carried to
+it, typed as the type that has them, over the type's folder only.
 """
 
 from __future__ import annotations
@@ -70,3 +74,34 @@ def record_columns(spec: CrawlSpec) -> list[Column]:
 def field_names(spec: CrawlSpec) -> list[str]:
     """The spec's field names as written, in :func:`record_columns` order (every type's, each once)."""
     return list(dict.fromkeys(name for extract in spec.extracts().values() for name in extract.fields))
+
+
+def type_table_name(crawl: str, kind: str) -> str:
+    """A page type's table: the crawl's table name, two underscores, the type (``demo_books__book``).
+
+    Two underscores, since a crawl's name has none of its own once ``-`` is ``_`` only in single ones."""
+    return f"{table_name(crawl)}__{kind}"
+
+
+def type_fields(spec: CrawlSpec, kind: str) -> dict[str, ExtractField]:
+    """A page type's fields as its records have them: its own, then each field a rule leading to it carries
+    (a rule in its ``via``, or any rule if it has none) and it lacks, as the carrying type extracts it.
+    A ``many`` field is not carried (only JSON scalars travel), so it is left out."""
+    types = spec.types or {}
+    target = types[kind]
+    fields = dict(target.extract.fields)
+    for source in types.values():
+        for rule_name, rule in source.follow.items():
+            if target.via and rule_name not in target.via:
+                continue
+            for name in rule.carry:
+                carried = source.extract.fields[name]
+                if not carried.many:
+                    fields.setdefault(name, carried)
+    return fields
+
+
+def type_columns(spec: CrawlSpec, kind: str) -> list[Column]:
+    """A page type's table's columns: provenance, ``_type``, then :func:`type_fields` (partitions not included)."""
+    provenance = (*PROVENANCE, Column("_type", "string"))
+    return [*provenance, *(Column(name.lower(), field_type(f)) for name, f in type_fields(spec, kind).items())]

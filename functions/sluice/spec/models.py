@@ -510,8 +510,6 @@ class CrawlSpec(_Strict):
                 for rule in kind.via:
                     if rule not in rules:
                         raise ValueError(f"types.{name}.via names {rule!r}, which no type's follow rules name")
-            if self.output.records_table:
-                raise ValueError("output.records_table keeps one key space: it does not take types yet")
         return self
 
     def page_type(self, url: str, via: str | None) -> str | None:

@@ -20,6 +20,7 @@ from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import canonicalize_url
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
+from sluice.pipeline.links import CarriedData, carried_data, with_carried
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.secrets import local_credentials
 
@@ -58,6 +59,8 @@ class CrawlTally:
     missing: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
     skips: Counter[str] = field(default_factory=Counter)
+    by_type: Counter[str] = field(default_factory=Counter)
+    """Records per page type (a spec with ``types``)."""
 
     @property
     def pages_done(self) -> int:
@@ -83,6 +86,8 @@ class CrawlTally:
 
     def add(self, extraction: PageExtraction) -> None:
         self.records += len(extraction.records)
+        if extraction.type is not None:
+            self.by_type[extraction.type] += len(extraction.records)
         self.fallback_keys += extraction.fallback_keys
         self.items += extraction.items
         self.rejected.update(extraction.rejected)
@@ -96,6 +101,10 @@ Progress = Callable[[CrawlTally, int], None]
 class _Task:
     url: str
     depth: int
+    via: str | None = None
+    """The page type's follow rule whose link this is (a spec with ``types``)."""
+    carry: CarriedData | None = None
+    """Fields the linking page carried here, merged into the page's records."""
 
 
 class Frontier:
@@ -110,7 +119,7 @@ class Frontier:
         self.beyond_depth: set[str] = set()
         """Unknown links of pages at ``max_depth``, not followed."""
 
-    def admit(self, url: str, depth: int) -> bool:
+    def admit(self, url: str, depth: int, via: str | None = None, carry: CarriedData | None = None) -> bool:
         """Queue ``url`` unless it was queued before; False for a new URL over ``max_pages`` (it is left out)."""
         canonical = canonicalize_url(url)
         if canonical in self._seen:
@@ -119,7 +128,7 @@ class Frontier:
             self.capped.add(canonical)
             return False
         self._seen.add(canonical)
-        self._queue.put_nowait(_Task(canonical, depth))
+        self._queue.put_nowait(_Task(canonical, depth, via, carry))
         return True
 
     def known(self, url: str) -> bool:
@@ -198,17 +207,23 @@ class Crawl:
             return
         # UTF-8 pages go to lexbor as bytes: no decode to text and re-encode on the way in.
         try:
-            extraction = extract_page(self.spec, outcome.final_url, parser_input(outcome.body, outcome.content_type))
+            extraction = extract_page(
+                self.spec, outcome.final_url, parser_input(outcome.body, outcome.content_type), task.via
+            )
         except PageTooComplex as exc:
             self.tally.fetched -= 1
             self.tally.count(Failed(task.url, str(exc), False, outcome.status, None, outcome.attempts))
             return
-        if extraction.records:
-            self._sink.write(extraction.records)
+        records = with_carried(extraction.records, task.carry)
+        if records:
+            self._sink.write(records)
         self.tally.add(extraction)
         if task.depth < self.spec.follow.depth_limit:
+            # A spec with types: each link keeps the rule that found it (its type) and what it carries.
+            rules = extraction.rules or {}
+            carried = carried_data(self.spec, extraction, records) if rules else {}
             for link in extraction.links:
-                self._frontier.admit(link, task.depth + 1)
+                self._frontier.admit(link, task.depth + 1, rules.get(link), carried.get(link))
         else:
             self._frontier.beyond_depth.update(link for link in extraction.links if not self._frontier.known(link))
 

@@ -36,6 +36,7 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
             "skipped": tally.skipped,
         },
         "records": tally.records,
+        **({"by_type": dict(sorted(tally.by_type.items()))} if spec.types is not None else {}),
         "fallback_keys": tally.fallback_keys,
         "limits": {
             "max_pages": {"limit": spec.follow.max_pages, "links_left": tally.capped_links},
@@ -55,6 +56,8 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
         f"  pages    fetched {tally.fetched}, not modified {tally.not_modified}, "
         f"failed {tally.failed}, skipped {tally.skipped}",
     ]
+    if spec.types is not None:
+        lines.append("  types    " + ", ".join(f"{kind} {tally.by_type.get(kind, 0)} records" for kind in spec.types))
     if tally.failures:
         lines.append("  failures " + ", ".join(f"{r} x{n}" for r, n in tally.failures.most_common(5)))
     if tally.skips:

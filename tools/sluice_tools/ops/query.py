@@ -20,14 +20,26 @@ import duckdb
 from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, crawl_prefix
 from sluice.pipeline.services import UnknownCrawl, load_crawl
 from sluice.spec import SpecError
-from sluice.spec.columns import PROVENANCE, Column, field_names, partitions, record_columns, table_name
+from sluice.spec.columns import (
+    PARTITIONS,
+    PROVENANCE,
+    Column,
+    field_names,
+    partitions,
+    record_columns,
+    table_name,
+    type_columns,
+    type_fields,
+    type_table_name,
+)
 from sluice.spec.load import SPEC_SUFFIXES
 from sluice.spec.models import CrawlSpec
 
 PART_GLOB = "run=*/records/part-*.jsonl"
 """A crawl's output parts under its prefix (a part being written is ``part-N.jsonl.tmp-X``: not matched)."""
 TYPED_PART_GLOB = "run=*/records/type=*/part-*.jsonl"
-"""A spec with page types writes each type's parts under its own folder: one view for all, partitioned by type."""
+"""A spec with page types writes each type's parts under its own folder: one view for all, partitioned by type,
+and a view per type (``NAME__TYPE``) over its folder alone."""
 
 
 class QueryError(Exception):
@@ -52,6 +64,14 @@ class CrawlTable:
         keys = provenance + field_names(spec)
         files = sorted((objects / crawl_prefix(spec.name)).glob(PART_GLOB if spec.types is None else TYPED_PART_GLOB))
         return cls(spec.name, table_name(spec.name), [*columns, *partitions(spec)], keys, files)
+
+    @classmethod
+    def of_type(cls, spec: CrawlSpec, kind: str, objects: Path) -> CrawlTable:
+        """A page type's own view, as its Glue table: its fields and those carried to it, over its folder."""
+        keys = [c.name for c in PROVENANCE] + ["_type", *type_fields(spec, kind)]
+        files = sorted((objects / crawl_prefix(spec.name)).glob(f"run=*/records/type={kind}/part-*.jsonl"))
+        columns = [*type_columns(spec, kind), *PARTITIONS]
+        return cls(spec.name, type_table_name(spec.name, kind), columns, keys, files)
 
     @property
     def runs(self) -> int:
@@ -112,6 +132,7 @@ def crawl_tables(state_dir: Path, specs_dir: Path) -> Tables:
             notes.append(f"{crawl}: has output but no spec in {specs_dir}/ to type its columns, no table")
             continue
         tables.append(CrawlTable.of(spec, objects))
+        tables.extend(CrawlTable.of_type(spec, kind, objects) for kind in spec.types or {})
     return Tables(tables, notes)
 
 

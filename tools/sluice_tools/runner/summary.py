@@ -52,6 +52,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "resumed": run.resumed,
         "verdict": {"healthy": s["verdict"]["healthy"], "alerts": s["verdict"]["alerts"]},
         "null_rates": s["null_rates"],
+        **({"types": s["types"]} if "types" in s else {}),
         "failures": s["failures"],
         "skips": s.get("skips", {}),
         "rejected": s.get("rejected", {}),
@@ -84,6 +85,20 @@ def sitemap_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def type_lines(types: dict[str, Any]) -> list[str]:
+    """A line per page type: its pages and records, against the previous run's, and its fields most missing."""
+    lines = []
+    for kind, t in types.items():
+        before = f", previous run {t['previous_records']}" if t.get("previous_records") is not None else ""
+        nulls = sorted(((v, k) for k, v in t["null_rates"].items() if v > 0), reverse=True)[:3]
+        missing = ("; " + ", ".join(f"{k} missing in {v:.0%}" for v, k in nulls)) if nulls else ""
+        lines.append(
+            f"  type {kind}: {t['pages']} page(s), {t['records']} records (new {t['new']}, changed {t['changed']})"
+            f"{before}{missing}"
+        )
+    return lines
+
+
 def as_text(run: LocalRun) -> str:
     s = run.summary
     p, r, v = s["pages"], s["records"], s["verdict"]
@@ -95,6 +110,7 @@ def as_text(run: LocalRun) -> str:
         + f"failed {p['failed']}, skipped {p['skipped']}",
         f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
     ]
+    lines += type_lines(s.get("types") or {})
     limits = s.get("limits")
     if limits:
         pages_limit, depth_limit = limits["max_pages"], limits["max_depth"]

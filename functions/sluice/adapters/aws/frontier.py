@@ -63,6 +63,8 @@ class DynamoFrontier:
             "s": QUEUED,
             "t": expires,
             **({"p": task.parent} if task.parent else {}),
+            **({"v": task.via} if task.via else {}),
+            **({"ca": task.carry} if task.carry else {}),
         }
         return self._put_if(item, "attribute_not_exists(pk)", {})
 
@@ -137,4 +139,6 @@ def _entry(raw: dict[str, Any]) -> UrlEntry:
         origin="seed" if item["g"] == "s" else "link",
         parent=item.get("p"),
         result=PageResult.from_plain(item) if done else None,
+        via=item.get("v"),
+        carry=item.get("ca") or None,
     )

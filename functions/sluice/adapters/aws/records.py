@@ -1,5 +1,7 @@
 """The records table: each key's current record, for specs that switch it on (``output.records_table``).
 
+A record's item is its key within its type (:func:`~sluice.extraction.extract.record_identity`: the
+key itself for a one-type spec), so a listing card and the book page sharing a key are two items.
 Only new and changed records are written (the fetcher tells them apart by the digests the
 catalog run left), 25 to a ``BatchWriteItem``: one write unit per record of up to 1 KB.
 """
@@ -14,7 +16,7 @@ from typing import Any
 from sluice.adapters.aws import keys
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
-from sluice.extraction.extract import Record
+from sluice.extraction.extract import Record, record_identity
 
 _BATCH = 25
 _RETRIES = 8
@@ -34,8 +36,9 @@ class DynamoRecords:
                     "PutRequest": {
                         "Item": to_item(
                             {
-                                **keys.record(crawl, r.key),
+                                **keys.record(crawl, r.identity),
                                 "record_key": r.key,
+                                **({"record_type": r.type} if r.type is not None else {}),
                                 "content_hash": r.content_hash,
                                 "data": json.dumps(r.data, ensure_ascii=False, sort_keys=True),
                                 "run_id": run_id,
@@ -55,6 +58,7 @@ class DynamoRecords:
             else:
                 raise RuntimeError(f"{self.table}: records still unprocessed after {_RETRIES} tries")
 
-    def get(self, crawl: str, key: str) -> Mapping[str, object] | None:
-        answer = self._db.get_item(TableName=self.table, Key=to_item(keys.record(crawl, key)))
+    def get(self, crawl: str, key: str, type_: str | None = None) -> Mapping[str, object] | None:
+        item_key = keys.record(crawl, record_identity(key, type_))
+        answer = self._db.get_item(TableName=self.table, Key=to_item(item_key))
         return from_item(answer["Item"]) if "Item" in answer else None

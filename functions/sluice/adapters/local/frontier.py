@@ -35,7 +35,7 @@ class SqliteFrontier:
             for start in range(0, len(hashes), 500):
                 chunk = hashes[start : start + 500]
                 rows = db.execute(
-                    f"SELECT url_hash, url, depth, origin, parent, result FROM urls "  # noqa: S608 - placeholders only
+                    f"SELECT url_hash, url, depth, origin, parent, result, link FROM urls "  # noqa: S608 - placeholders only
                     f"WHERE run_id = ? AND url_hash IN ({','.join('?' * len(chunk))})",
                     (run_id, *chunk),
                 ).fetchall()
@@ -55,9 +55,9 @@ class SqliteFrontier:
                     capped = self._unknown(db, run_id, tasks[n:])
                     break
                 inserted = db.execute(
-                    "INSERT INTO urls (run_id, url_hash, url, depth, origin, parent) VALUES (?, ?, ?, ?, 'link', ?) "
-                    "ON CONFLICT DO NOTHING RETURNING url_hash",
-                    (run_id, url_hash(task.url), task.url, task.depth, task.parent),
+                    "INSERT INTO urls (run_id, url_hash, url, depth, origin, parent, link) "
+                    "VALUES (?, ?, ?, ?, 'link', ?, ?) ON CONFLICT DO NOTHING RETURNING url_hash",
+                    (run_id, url_hash(task.url), task.url, task.depth, task.parent, _link(task)),
                 ).fetchone()
                 if inserted is not None:
                     won.append(task)
@@ -109,7 +109,7 @@ class SqliteFrontier:
         while True:
             with self._db.reading() as db:
                 rows = db.execute(
-                    "SELECT url_hash, url, depth, origin, parent, result FROM urls "
+                    "SELECT url_hash, url, depth, origin, parent, result, link FROM urls "
                     "WHERE run_id = ? AND url_hash > ? ORDER BY url_hash LIMIT ?",
                     (run_id, last, _PAGE),
                 ).fetchall()
@@ -144,12 +144,28 @@ def _dump(result: PageResult) -> str:
     return json.dumps(plain, separators=(",", ":"))
 
 
+def _link(task: UrlTask) -> str | None:
+    """What a claim keeps of its link besides the URL: the follow rule and the carried fields, if any."""
+    link = {k: v for k, v in (("v", task.via), ("ca", task.carry)) if v}
+    return json.dumps(link, separators=(",", ":")) if link else None
+
+
 def _entry(row: tuple[Any, ...]) -> UrlEntry:
-    hash_, url, depth, origin, parent, raw = row
+    hash_, url, depth, origin, parent, raw, link_raw = row
+    link = json.loads(link_raw) if link_raw else {}
     result = None
     if raw is not None:
         plain = json.loads(raw)
         if "k" in plain:
             plain["k"] = base64.b64decode(plain["k"])
         result = PageResult.from_plain(plain)
-    return UrlEntry(url_hash=hash_, url=url, depth=depth, origin=origin, parent=parent, result=result)
+    return UrlEntry(
+        url_hash=hash_,
+        url=url,
+        depth=depth,
+        origin=origin,
+        parent=parent,
+        result=result,
+        via=link.get("v"),
+        carry=link.get("ca"),
+    )

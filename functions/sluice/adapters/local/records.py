@@ -1,4 +1,6 @@
-"""The records table in SQLite: each key's current record, for specs with ``output.records_table``."""
+"""The records table in SQLite: each key's current record, for specs with ``output.records_table``.
+
+The stored key is the record's key within its type (the key itself for a one-type spec), as on DynamoDB."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from sluice.adapters.local.store import Database
-from sluice.extraction.extract import Record
+from sluice.extraction.extract import Record, record_identity
 
 
 class SqliteRecords:
@@ -23,7 +25,7 @@ class SqliteRecords:
                 [
                     (
                         crawl,
-                        r.key,
+                        r.identity,
                         r.content_hash,
                         json.dumps(r.data, ensure_ascii=False, sort_keys=True),
                         run_id,
@@ -33,11 +35,13 @@ class SqliteRecords:
                 ],
             )
 
-    def get(self, crawl: str, key: str) -> Mapping[str, object] | None:
+    def get(self, crawl: str, key: str, type_: str | None = None) -> Mapping[str, object] | None:
         with self._db.reading() as db:
             row = db.execute(
-                "SELECT content_hash, data, run_id, page FROM records WHERE crawl = ? AND record_key = ?", (crawl, key)
+                "SELECT content_hash, data, run_id, page FROM records WHERE crawl = ? AND record_key = ?",
+                (crawl, record_identity(key, type_)),
             ).fetchone()
         if row is None:
             return None
-        return {"record_key": key, "content_hash": row[0], "data": row[1], "run_id": row[2], "page": row[3]}
+        found: dict[str, object] = {"record_key": key, "content_hash": row[0], "data": row[1], "run_id": row[2]}
+        return found | {"page": row[3], **({"record_type": type_} if type_ is not None else {})}

@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS locks (
 CREATE TABLE IF NOT EXISTS urls (
     run_id TEXT NOT NULL, url_hash TEXT NOT NULL, url TEXT NOT NULL, depth INTEGER NOT NULL,
     origin TEXT NOT NULL, parent TEXT, done INTEGER NOT NULL DEFAULT 0,
-    outcome TEXT, records INTEGER NOT NULL DEFAULT 0, result TEXT,
+    outcome TEXT, records INTEGER NOT NULL DEFAULT 0, result TEXT, link TEXT,
     PRIMARY KEY (run_id, url_hash)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS run_counts (
@@ -73,6 +73,9 @@ class Database:
         if "grp" not in columns:
             self._conn.execute("ALTER TABLE queue ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
         self._conn.execute("CREATE INDEX IF NOT EXISTS queue_by_group ON queue (run_id, grp, id)")
+        # A claim keeps the follow rule and the carried fields of its link (page types), sent again with it.
+        if "link" not in {row[1] for row in self._conn.execute("PRAGMA table_info(urls)")}:
+            self._conn.execute("ALTER TABLE urls ADD COLUMN link TEXT")
         # A dead letter keeps its group, as SQS keeps a message's group id: a redrive sends it back to it.
         if "grp" not in {row[1] for row in self._conn.execute("PRAGMA table_info(dead_letters)")}:
             self._conn.execute("ALTER TABLE dead_letters ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
