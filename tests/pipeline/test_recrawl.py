@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
 from sluice.domain.recrawl import DAY_S
+from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.emulate.runner import EmulatedRunner
+from sluice_tools.runner.local import LocalFleet
+from sluice_tools.runner.summary import as_json, as_text
+
+from .conftest import Clock
 
 CRAWL = "books"
 RECORDS = 100
@@ -159,3 +169,39 @@ def test_without_the_section_every_page_is_asked_every_night_and_tasks_and_resul
     assert (summary["pages"]["not_modified"], summary["pages"]["not_due"]) == (PAGES, 0)
     assert "not_due_by" not in summary["pages"]
     assert all("iv" not in e.result.to_plain() for e in pipeline.services.frontier.scan(run_id) if e.result)
+
+
+@pytest.mark.parametrize("runner", ["local", "emulated"])
+def test_sluice_run_on_either_runner_takes_a_clock_and_says_how_many_pages_the_schedule_left_unasked(
+    runner: str, tmp_path: Path, site: RunningDemoSite, books_spec: Any
+) -> None:
+    specs = tmp_path / "crawls"
+    specs.mkdir()
+    (specs / f"{CRAWL}.yaml").write_text(
+        yaml.safe_dump(recrawl_spec(books_spec, site.base_url, grow=1.0)), encoding="utf-8"
+    )
+    spec = load_spec(specs / f"{CRAWL}.yaml")
+    clock = Clock()
+    if runner == "emulated":
+        fleet: Any = EmulatedRunner(specs, tmp_path / "state", workers=2, allow_loopback=True, clock=clock)
+    else:
+        fleet = LocalFleet(specs, tmp_path / "state", workers=2, allow_loopback=True, clock=clock)
+    asked = []
+    for _ in range(3):
+        clock.advance(DAY_S)
+        site.reset()
+        run = fleet.run(spec)
+        asked.append(sum(pages_asked(site).values()))
+
+    assert asked == [PAGES, PAGES, 0]
+    assert as_json(run)["pages"] == {
+        "fetched": 0,
+        "not_modified": 0,
+        "not_due": PAGES,
+        "failed": 0,
+        "skipped": 0,
+        "not_due_by": {"sitemap": 0, "schedule": PAGES},
+    }
+    text = as_text(run)
+    assert "  pages    fetched 0, not modified 0, not due 5 (schedule 5, sitemap 0), failed 0, skipped 0" in text
+    assert f"  records  {RECORDS} (new 0, changed 0, unchanged {RECORDS})" in text
