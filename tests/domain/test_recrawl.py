@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.domain.pages import PageResult, Prior, RecordCounts
+from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, PageResult, Prior, RecordCounts
 from sluice.domain.recrawl import DAY_S, MAX_INTERVAL_S, Schedule
-from sluice.messages import MalformedMessage, PriorState, UrlTask, parse_body
+from sluice.messages import (
+    MAX_ETAG,
+    MAX_LM,
+    MESSAGE_BYTES,
+    MalformedMessage,
+    PriorState,
+    UrlTask,
+    pack,
+    parse_body,
+)
+from sluice.spec.models import MAX_CARRY_BYTES
 
 NIGHTLY = Schedule(min_interval=DAY_S, max_age=7 * DAY_S, grow=0.4, shrink=0.2)
 FETCHED_AT = 1_796_000_000
@@ -113,3 +123,22 @@ def test_a_task_whose_interval_is_out_of_bounds_is_malformed_naming_it() -> None
     body = {"url": "https://b.example/", "prior": {"ft": FETCHED_AT, "iv": MAX_INTERVAL_S + 1}}
     with pytest.raises(MalformedMessage, match=r"prior\.iv"):
         parse_body(UrlTask, body)
+
+
+def test_the_largest_task_with_an_interval_still_fits_one_message_under_64_kb() -> None:
+    prior = Prior(
+        etag='"' + "e" * (MAX_ETAG - 2) + '"',
+        last_modified="m" * MAX_LM,
+        body_hash="b" * 64,
+        records=MAX_DIGESTS,
+        digests=b"\xff" * (MAX_DIGESTS * RECORD_DIGEST_BYTES),
+        carried=True,
+        fetched_at=FETCHED_AT,
+        interval=MAX_INTERVAL_S,
+    )
+    url = "https://b.example/" + "a" * (MAX_URL - len("https://b.example/"))
+    carry = {"note": "c" * (MAX_CARRY_BYTES - len('{"note":""}'))}
+    task = UrlTask(url=url, depth=3, origin="link", prior=PriorState.of(prior), lastmod=FETCHED_AT, carry=carry)
+    [(_, body)] = list(pack("books", "20261201T000000Z-abcdef", [task], urls_per_message=10))
+    assert len(body.encode()) < MESSAGE_BYTES
+    assert f'"iv":{MAX_INTERVAL_S}' in body
