@@ -46,9 +46,15 @@ def _validate(args: argparse.Namespace) -> int:
             robots = " and the sitemaps of the seeds' robots.txt" if sitemaps.from_robots else ""
             seeds += f" + the pages of {len(sitemaps.urls)} sitemap(s){robots}"
         types = f" in {len(spec.types)} page types" if spec.types is not None else ""
+        recrawl = spec.recrawl
+        again = (
+            f", each page asked again every {recrawl.min_interval_days:g} to {recrawl.max_age_days:g} day(s)"
+            if recrawl is not None and recrawl.adaptive
+            else ""
+        )
         print(
             f"ok: {path} (crawl {spec.name!r}, {seeds}, {reach}, "
-            f"{len(field_names(spec))} field(s){types}, schedule {spec.schedule or 'none'})"
+            f"{len(field_names(spec))} field(s){types}, schedule {spec.schedule or 'none'}{again})"
         )
     return status
 
