@@ -255,7 +255,8 @@ class Monitoring(Construct):
                         run_metric(spec.name, RunMetric.PAGES_NOT_MODIFIED, "Sum", per_run),
                         *(
                             [run_metric(spec.name, RunMetric.PAGES_NOT_DUE, "Sum", per_run)]
-                            if spec.seeds.sitemaps is not None  # only sitemap seeds make pages not due
+                            # only sitemap seeds and a recrawl schedule make pages not due
+                            if spec.seeds.sitemaps is not None or spec.recrawl is not None
                             else []
                         ),
                         run_metric(spec.name, RunMetric.PAGES_FAILED, "Sum", per_run),

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sluice.domain.hosts import group_id, host_key
 from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, Prior
+from sluice.domain.recrawl import MAX_INTERVAL_S
 from sluice.spec import MAX_SEED_URLS
 from sluice.spec.models import MAX_CARRY_BYTES
 
@@ -49,6 +50,9 @@ class PriorState(_Message):
     """The page's records are in the catalog run's output (a 304 carries them)."""
     ft: Annotated[int, Field(ge=0)] | None = None
     """When the page was last fetched successfully (epoch seconds): what a sitemap's lastmod is compared with."""
+    # Left out of a message when absent: a spec without ``recrawl`` sends the tasks it sent before, byte for byte.
+    iv: Annotated[int | None, Field(ge=1, le=MAX_INTERVAL_S, exclude_if=lambda v: v is None)] = None
+    """The page's recrawl interval in seconds: it is not asked again until ``ft`` + this (nearly) has passed."""
 
     @classmethod
     def of(cls, prior: Prior) -> PriorState:
@@ -66,10 +70,11 @@ class PriorState(_Message):
             d=digests,
             c=prior.carried,
             ft=prior.fetched_at,
+            iv=prior.interval,
         )
 
     def prior(self) -> Prior:
-        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c, self.ft)
+        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c, self.ft, self.iv)
 
 
 class UrlTask(_Message):

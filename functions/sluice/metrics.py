@@ -27,7 +27,8 @@ class RunMetric(StrEnum):
     PAGES_FETCHED = "PagesFetched"
     PAGES_NOT_MODIFIED = "PagesNotModified"
     PAGES_NOT_DUE = "PagesNotDue"
-    """Pages not requested because a sitemap's lastmod said they had not changed since their last fetch."""
+    """Pages not requested: a sitemap's lastmod said they had not changed since their last fetch, or their recrawl
+    interval had not run out (the summary's ``pages.not_due_by`` tells the two apart)."""
     PAGES_FAILED = "PagesFailed"
     PAGES_SKIPPED = "PagesSkipped"
     RECORDS_NEW = "RecordsNew"

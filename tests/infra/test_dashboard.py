@@ -108,3 +108,20 @@ def test_a_crawl_seeded_from_sitemaps_shows_its_pages_not_due(widgets: list[dict
     assert RunMetric.PAGES_NOT_DUE.value in shown
     without = {m[1] for m in _metrics(widgets)}
     assert RunMetric.PAGES_NOT_DUE.value not in without  # the shipped crawls read no sitemaps
+
+
+def test_a_crawl_with_a_recrawl_schedule_shows_its_pages_not_due() -> None:
+    spec = parse_spec(
+        {
+            "name": "nightly",
+            "schedule": "cron(0 2 * * ? *)",
+            "seeds": ["https://example.com/catalogue/page-1.html"],
+            "extract": {"fields": {"title": "h1::text"}},
+            "recrawl": {"max_age_days": 7},
+        }
+    )
+    app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": []})
+    stack = SluiceStack(app, "Sluice-recrawl", config=DEFAULT, specs=[spec])
+    (dashboard,) = Template.from_stack(stack).find_resources("AWS::CloudWatch::Dashboard").values()
+    shown = {m[1] for m in _metrics(json.loads(render(dashboard["Properties"]["DashboardBody"]))["widgets"])}
+    assert RunMetric.PAGES_NOT_DUE.value in shown

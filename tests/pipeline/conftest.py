@@ -109,6 +109,19 @@ def books_spec(
 SpecData = Callable[..., dict[str, Any]]
 
 
+@dataclass
+class Clock:
+    """The pipeline's time: real time plus an offset a test moves on, so nights come a day apart without waiting."""
+
+    offset_s: float = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset_s
+
+    def advance(self, seconds: float) -> None:
+        self.offset_s += seconds
+
+
 def write_spec(specs_dir: Path, data: dict[str, Any]) -> CrawlSpec:
     """Validate ``data`` as a spec and write it where the functions look for it: ``<name>.yaml``."""
     spec = parse_spec(data)
@@ -182,6 +195,8 @@ class Harness(Protocol):
 
     kind: str
     services: Services
+    clock: Clock
+    """What the pipeline takes for now (``advance`` it to make the next run a night later)."""
     finalize_requests: list[dict[str, object]]
     start_requests: list[dict[str, object]]
     visibility_changes: list[tuple[str, int]]
@@ -309,6 +324,7 @@ class AwsHarness:
 
     def __init__(self, specs_dir: Path) -> None:
         self.specs_dir = specs_dir
+        self.clock = Clock()
         self.settings = create_resources(DEFAULT, specs_dir, allow_loopback=True).model_copy(
             # Transient failures come back at once (tests need not wait); a Retry-After still sets its delay.
             update={"visibility_base_s": 0.0, "visibility_max_s": 60.0}
@@ -325,7 +341,10 @@ class AwsHarness:
 
     def _build(self) -> Services:
         services = bootstrap.aws_services(
-            self.settings, finalize_later=self.finalize_requests.append, continue_start=self.start_requests.append
+            self.settings,
+            finalize_later=self.finalize_requests.append,
+            continue_start=self.start_requests.append,
+            clock=self.clock,
         )
         bootstrap.install(services)
         return services
@@ -439,6 +458,7 @@ class LocalHarness:
 
     def __init__(self, folder: Path) -> None:
         self.specs_dir = folder / "crawls"
+        self.clock = Clock()
         self.store = LocalStore.open(folder / "state", urls_per_message=DEFAULT.urls_per_message)
         self.tuning = Tuning(
             max_receive_count=DEFAULT.max_receive_count,
@@ -464,6 +484,7 @@ class LocalHarness:
             self.tuning,
             finalize_later=self.finalize_requests.append,
             continue_start=self.start_requests.append,
+            clock=self.clock,
         )
 
     @property

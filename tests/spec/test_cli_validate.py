@@ -40,6 +40,17 @@ def test_a_good_spec_gets_one_line_saying_how_far_it_will_go(
     assert out.startswith(f"ok: {path} (crawl 'books', 1 seed(s), {reach}")
 
 
+def test_a_spec_with_adaptive_recrawl_says_how_often_a_page_is_asked_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, {**SPEC, "recrawl": {"max_age_days": 14}})
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.endswith("schedule none, each page asked again every 1 to 14 day(s))\n")
+    path = write(tmp_path, SPEC)
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.endswith("schedule none)\n")
+
+
 def test_a_bad_spec_names_every_bad_field_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = {**SPEC, "seeds": ["https://user:pw@books.example/"], "follow": {"max_pages": 0, "allow": [r"(a)\1"]}}
     assert main(["validate", str(write(tmp_path, bad))]) == 1

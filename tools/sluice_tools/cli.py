@@ -50,9 +50,15 @@ def _validate(args: argparse.Namespace) -> int:
         if spec.types is not None:
             shown = ", ".join(f"{name} ({len(kind.extract.fields)})" for name, kind in spec.types.items())
             types = f" in {len(spec.types)} page types: {shown}"
+        recrawl = spec.recrawl
+        again = (
+            f", each page asked again every {recrawl.min_interval_days:g} to {recrawl.max_age_days:g} day(s)"
+            if recrawl is not None and recrawl.adaptive
+            else ""
+        )
         print(
             f"ok: {path} (crawl {spec.name!r}, {seeds}, {reach}, "
-            f"{len(field_names(spec))} field(s){types}, schedule {spec.schedule or 'none'})"
+            f"{len(field_names(spec))} field(s){types}, schedule {spec.schedule or 'none'}{again})"
         )
     return status
 

@@ -14,8 +14,11 @@ from typing import Any, Literal
 
 Outcome = Literal["fetched", "not_modified", "not_due", "failed", "skipped"]
 OUTCOMES: tuple[Outcome, ...] = ("fetched", "not_modified", "not_due", "failed", "skipped")
-"""``not_due``: a sitemap said the page had not changed since its last successful fetch, so it was not
-requested at all; its records are carried as a 304's are."""
+"""``not_due``: a sitemap said the page had not changed since its last successful fetch, or the spec's recrawl
+schedule said its interval had not run out (:data:`BY_SCHEDULE`), so it was not requested at all; its records
+are carried as a 304's are."""
+BY_SCHEDULE = "schedule"
+"""The reason of a page not due by the recrawl schedule (a page not due by its sitemap's lastmod has none)."""
 Origin = Literal["seed", "link"]
 """A seed is enqueued by the scheduler (the spec's seeds and every page the catalog run knew);
 a link is claimed by the page that found it."""
@@ -75,6 +78,8 @@ class Prior:
     """True when the page's records are in the catalog run's output, so a 304 can carry them."""
     fetched_at: int | None = None
     """When the page was last fetched successfully (a 200 or a 304), in epoch seconds; None if never."""
+    interval: int | None = None
+    """Its recrawl interval in seconds (a spec with ``recrawl``): asked again once this long after ``fetched_at``."""
 
     @property
     def carriable(self) -> bool:
@@ -154,6 +159,9 @@ class PageResult:
     page is taken for the same type when it is seeded from the catalog."""
     carry: Mapping[str, Any] | None = None
     """What the linking page carried here (merged into the page's records): the next run's task carries it."""
+    interval: int | None = None
+    """Seconds until the page is asked again, from ``fetched_at`` (:mod:`sluice.domain.recrawl`); None without
+    ``recrawl`` in the spec."""
 
     @property
     def records(self) -> int:
@@ -178,6 +186,7 @@ class PageResult:
             digests=self.digests,
             carried=self.holds_records and self.records > 0,
             fetched_at=self.fetched_at,
+            interval=self.interval,
         )
 
     # -- one plain mapping for every store: short names, since DynamoDB bills attribute names too ---------
@@ -220,6 +229,8 @@ class PageResult:
             plain["v"] = self.via
         if self.carry:
             plain["ca"] = dict(self.carry)
+        if self.interval is not None:
+            plain["iv"] = self.interval
         return plain
 
     @classmethod
@@ -252,6 +263,7 @@ class PageResult:
             type=plain.get("ty"),
             via=plain.get("v"),
             carry=plain.get("ca") or None,
+            interval=int(plain["iv"]) if plain.get("iv") is not None else None,
         )
 
 

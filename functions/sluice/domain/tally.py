@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sluice.domain.hosts import blocked_host
-from sluice.domain.pages import PageResult, UrlEntry
+from sluice.domain.pages import BY_SCHEDULE, PageResult, UrlEntry
 from sluice.domain.verdict import RunCounts, TypeCounts
 
 OTHER = "(other)"
@@ -100,7 +100,10 @@ class RunTally:
     fetched: int = 0
     not_modified: int = 0
     not_due: int = 0
-    """Pages a sitemap said had not changed since their last successful fetch: not requested, carried."""
+    """Pages not requested, carried: a sitemap said they had not changed since their last successful fetch,
+    or their recrawl interval had not run out..."""
+    not_due_scheduled: int = 0
+    """...of which the recrawl schedule's (the rest are the sitemaps')."""
     failed: int = 0
     skipped: int = 0
     gone: int = 0
@@ -147,6 +150,7 @@ class RunTally:
                 self.not_modified += 1
             case "not_due":
                 self.not_due += 1
+                self.not_due_scheduled += result.reason == BY_SCHEDULE
             case "failed":
                 self.failed += 1
                 self.gone += result.gone

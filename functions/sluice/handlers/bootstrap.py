@@ -7,6 +7,7 @@ their own (moto-backed adapters, in-process triggers) instead of reading the env
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -31,8 +32,12 @@ def _invoke_async(function: str) -> Callable[[dict[str, object]], None]:
     return invoke
 
 
-def aws_services(settings: Settings, *, finalize_later: Trigger, continue_start: Trigger) -> Services:
-    """The pipeline's ports on DynamoDB, S3 and SQS, as the settings name them; secrets from Secrets Manager and SSM."""
+def aws_services(
+    settings: Settings, *, finalize_later: Trigger, continue_start: Trigger, clock: Callable[[], float] = time.time
+) -> Services:
+    """The pipeline's ports on DynamoDB, S3 and SQS, as the settings name them; secrets from Secrets Manager and SSM.
+
+    ``clock`` is the real one in Lambda; the emulated runner and tests pass their own to play nights a day apart."""
     return Services(
         tuning=settings.tuning(),
         ledger=DynamoRunLedger(settings.ledger_table),
@@ -45,6 +50,7 @@ def aws_services(settings: Settings, *, finalize_later: Trigger, continue_start:
         specs_dir=settings.specs_dir,
         finalize_later=finalize_later,
         continue_start=continue_start,
+        clock=clock,
     )
 
 

@@ -145,6 +145,10 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
         summary["stopped"] = stopped
     if spec.seeds.sitemaps is not None:
         summary["sitemaps"] = load_report(services.objects, crawl, run_id)  # None: the start never read them
+    if spec.recrawl is not None:
+        # Pages not due, counted apart by what said so: a sitemap's lastmod, or the recrawl schedule.
+        by_schedule = tally.not_due_scheduled
+        summary["pages"]["not_due_by"] = {"sitemap": tally.not_due - by_schedule, "schedule": by_schedule}
     finalize_s = time.monotonic() - started
     variable, fixed = count.usage.usage(
         tuning,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,6 +65,8 @@ class Services:
     """What the fleet knows of each target host between batches (None: one fetcher alone, as in unit tests)."""
     secrets: SecretSource | None = None
     """Where the secrets a spec's ``request`` section names are read (None: a spec that names one fails its pages)."""
+    clock: Callable[[], float] = time.time
+    """Epoch seconds: when a page is fetched and whether its recrawl interval has run out (tests move it a day on)."""
 
     def spec(self, crawl: str) -> CrawlSpec:
         return load_crawl(self.specs_dir, crawl)

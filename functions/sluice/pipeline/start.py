@@ -229,6 +229,7 @@ class SeedPlan:
         # whose whole block the catalog run's output holds (its page index says which).
         self._carry = self._catalog is not None and self._catalog.spec_digest == spec.digest()
         self._index = load_index(services.objects, spec.name, run.catalog_run) if self._carry else PageIndex()
+        self._schedule = spec.recrawl.schedule() if spec.recrawl is not None else None
 
     @property
     def _catalog_room(self) -> int:
@@ -360,4 +361,6 @@ class SeedPlan:
             prior = Prior(records=prior.records, digests=prior.digests)
         elif prior.carried and url_number(entry.url_hash) not in self._index:
             prior = replace(prior, carried=False)
+        if prior.interval is not None and self._schedule is None:
+            prior = replace(prior, interval=None)  # recrawl turned off: the tasks are as they were without it
         return PriorState.of(prior)

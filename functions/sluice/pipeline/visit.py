@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from sluice.domain.hosts import HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
+    BY_SCHEDULE,
     MAX_DIGESTS,
     MAX_REASON,
     PageResult,
@@ -40,6 +41,7 @@ from sluice.domain.pages import (
     unpack_digests,
     url_hash,
 )
+from sluice.domain.recrawl import Schedule
 from sluice.domain.runs import Progress, RunState
 from sluice.domain.secrets import Secret, SecretUnavailable
 from sluice.domain.seedset import SeedSet
@@ -345,7 +347,8 @@ class _RunBatch:
                     return _Visit(task, _failed(task, failure, task.prior.prior() if task.prior else None))
                 try:
                     visit = await asyncio.wait_for(
-                        _visit_url(spec, fetcher, task, last_try=last_try), None if math.isinf(budget) else budget
+                        _visit_url(spec, fetcher, task, last_try=last_try, clock=services.clock),
+                        None if math.isinf(budget) else budget,
                     )
                 except TimeoutError:
                     return _Retry(task, Failed(task.url, "invocation time running out", True))
@@ -545,17 +548,25 @@ def _skipped(task: UrlTask, reason: str) -> PageResult:
     return PageResult(url=task.url, depth=task.depth, origin=task.origin, outcome="skipped", reason=reason[:MAX_REASON])
 
 
-async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool) -> _Visit | _Retry:
+async def _visit_url(
+    spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool, clock: Callable[[], float] = time.time
+) -> _Visit | _Retry:
     prior = task.prior.prior() if task.prior is not None else None
     if prior is not None and prior.not_due(task.lastmod):
         # A sitemap says the page has not changed since its last fetch: not asked at all, carried as a 304 is.
         return _Visit(task, _carried(task, prior, Validators(prior.etag, prior.last_modified), None, due=False))
+    schedule = spec.recrawl.schedule() if spec.recrawl is not None else None
+    if schedule is not None and prior is not None and _not_due_yet(schedule, task, prior, int(clock())):
+        # Its recrawl interval has not run out: not asked, carried as a page a sitemap says is unchanged.
+        known = Validators(prior.etag, prior.last_modified)
+        return _Visit(task, _carried(task, prior, known, None, due=False, why=BY_SCHEDULE))
     # Ask "changed since?" only when a 304 can stand for the records (they are in the catalog run's output).
     conditional = prior is not None and prior.carriable and bool(prior.etag or prior.last_modified)
     validators = Validators(prior.etag, prior.last_modified) if conditional and prior is not None else None
     outcome: FetchOutcome = await fetcher.fetch(task.url, validators, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
     if isinstance(outcome, NotModified) and (prior is None or not prior.carriable):
         outcome = await fetcher.fetch(task.url, None, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
+    now = int(clock())
     match outcome:
         case Failed() if outcome.retryable and not last_try:
             return _Retry(task, outcome)
@@ -564,9 +575,33 @@ async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, la
         case Skipped():
             return _Visit(task, _skipped(task, outcome.reason))
         case NotModified():
-            return _Visit(task, _carried(task, prior or Prior(), outcome.validators.or_else(validators), None))
+            kept_validators = outcome.validators.or_else(validators)
+            visit = _Visit(task, _carried(task, prior or Prior(), kept_validators, None, now=now))
         case Fetched():
-            return _fetched(spec, task, prior, outcome)
+            visit = _fetched(spec, task, prior, outcome, now)
+    if schedule is not None and visit.result.outcome in ("fetched", "not_modified"):
+        kept = prior.interval if prior is not None else None
+        interval = schedule.next_interval(kept, changed=_changed(visit.result, prior))
+        visit.result = replace(visit.result, interval=interval)
+    return visit
+
+
+def _not_due_yet(schedule: Schedule, task: UrlTask, prior: Prior, now: int) -> bool:
+    """The recrawl schedule's say, for a page no sitemap lastmod decides: not due, and its records can be carried."""
+    if task.lastmod is not None or not prior.carriable:
+        return False  # a sitemap's lastmod knows better than a guess; records that cannot be carried are fetched
+    return not schedule.due(prior.fetched_at, prior.interval, now, seed=task.depth == 0)
+
+
+def _changed(result: PageResult, prior: Prior | None) -> bool:
+    """Whether a fetch found the page changed: a record new, changed or gone from it (a 304 or the same body: none);
+    for a page of links alone, its body (new links are all it has to give)."""
+    if prior is None:
+        return True
+    counts = result.counts
+    if counts.new or counts.changed or counts.unchanged < prior.records:
+        return True
+    return counts.total == 0 and result.body_hash != prior.body_hash
 
 
 def _failed(task: UrlTask, outcome: Failed, prior: Prior | None = None) -> PageResult:
@@ -579,14 +614,23 @@ def _failed(task: UrlTask, outcome: Failed, prior: Prior | None = None) -> PageR
         status=outcome.status,
         # No records this run, but the digests of the last ones: the next run still tells them apart.
         digests=prior.digests if prior is not None else b"",
+        interval=prior.interval if prior is not None else None,  # asked next run (no fetch time), from where it was
     )
 
 
 def _carried(
-    task: UrlTask, prior: Prior, validators: Validators, status: int | None, *, due: bool = True
+    task: UrlTask,
+    prior: Prior,
+    validators: Validators,
+    status: int | None,
+    *,
+    due: bool = True,
+    now: int | None = None,
+    why: str | None = None,
 ) -> PageResult:
     """A page whose records are the catalog run's (a 304, the same body again, or not due): counted, nothing
-    rewritten. A page not due keeps the time of the fetch its records come from; the others were just fetched."""
+    rewritten. A page not due keeps the time of the fetch its records come from, and its interval, and says
+    ``why`` (:data:`~sluice.domain.pages.BY_SCHEDULE`, or nothing for a sitemap); the others were fetched ``now``."""
     return PageResult(
         url=task.url,
         depth=task.depth,
@@ -599,16 +643,18 @@ def _carried(
         counts=RecordCounts(unchanged=prior.records),
         digests=prior.digests,
         carried=prior.records > 0,
-        fetched_at=int(time.time()) if due else prior.fetched_at,
+        fetched_at=now if due else prior.fetched_at,
+        reason=None if due else why,
+        interval=None if due else prior.interval,
     )
 
 
-def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched) -> _Visit:
+def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched, now: int) -> _Visit:
     body_hash = outcome.content_hash
     if prior is not None and prior.carried and prior.body_hash == body_hash:
         # The same bytes as the catalog run saw: the same records and links (the spec is unchanged,
         # or the scheduler would not have said "carried"), so nothing is extracted or rewritten.
-        return _Visit(task, _carried(task, prior, outcome.validators, outcome.status))
+        return _Visit(task, _carried(task, prior, outcome.validators, outcome.status, now=now))
     try:
         extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type), task.via)
     except PageTooComplex as exc:  # refused before parsing: failed for good, with the reason
@@ -631,7 +677,7 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         rejected={k: v for k, v in extraction.rejected.items() if v},
         digests=packed,
         fallback_keys=sum(r.key_fallback for r in records),
-        fetched_at=int(time.time()),
+        fetched_at=now,
         type=extraction.type,
     )
     carried = carried_data(spec, extraction, records)

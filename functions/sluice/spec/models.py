@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from sluice.domain.pages import MAX_URL
+from sluice.domain.recrawl import DAY_S, Schedule
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.urls import inspect_url
 from sluice.spec.request import RequestSpec
@@ -453,6 +454,44 @@ class Output(_Strict):
     """Also keep each record key's current record in the records table (one write per new or changed record)."""
 
 
+class Recrawl(_Strict):
+    """Adaptive recrawl: a page known from earlier runs is asked again once its interval has run out, an interval
+    that grows while the page does not change and shrinks when it does (:mod:`sluice.domain.recrawl`)."""
+
+    adaptive: bool = True
+    """False: every page is asked every run, as without the section (the settings stay for when it is turned on)."""
+    min_interval_days: float = Field(default=1.0, ge=1 / 24, le=365)
+    """A page's shortest interval, and a new page's first: the crawl's schedule, for a nightly crawl 1."""
+    max_age_days: float = Field(default=7.0, ge=1 / 24, le=365)
+    """The longest a page goes unasked: a change is collected at most this long after it was made."""
+    grow: float = Field(default=0.4, gt=0, le=4)
+    """A fetch that finds the page unchanged multiplies its interval by 1 + grow (Nutch's INC_RATE)."""
+    shrink: float = Field(default=0.2, gt=0, lt=1)
+    """A fetch that finds it changed multiplies its interval by 1 - shrink (Nutch's DEC_RATE)."""
+    seeds: Literal["scheduled", "always"] = "scheduled"
+    """``always``: the spec's seeds are asked every run (listing pages where new links appear first)."""
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Recrawl:
+        if self.max_age_days < self.min_interval_days:
+            raise ValueError(
+                f"max_age_days ({self.max_age_days:g}) is shorter than min_interval_days ({self.min_interval_days:g})"
+            )
+        return self
+
+    def schedule(self) -> Schedule | None:
+        """The schedule the pipeline runs by; None when ``adaptive`` is off."""
+        if not self.adaptive:
+            return None
+        return Schedule(
+            min_interval=round(self.min_interval_days * DAY_S),
+            max_age=round(self.max_age_days * DAY_S),
+            grow=self.grow,
+            shrink=self.shrink,
+            seeds_always=self.seeds == "always",
+        )
+
+
 _SCHEDULE = re.compile(r"rate\(\s*\d+\s+(minute|minutes|hour|hours|day|days)\s*\)|cron\((\S+\s+){5}\S+\)")
 
 
@@ -490,6 +529,8 @@ class CrawlSpec(_Strict):
     alerts: Alerts = Field(default_factory=Alerts)
     output: Output = Field(default_factory=Output)
     schedule: str | None = None
+    recrawl: Recrawl | None = None
+    """Adaptive recrawl (None: every known page is asked every run)."""
 
     @field_validator("name")
     @classmethod
@@ -580,7 +621,9 @@ class CrawlSpec(_Strict):
         An empty ``request`` section is left out, so specs written before it existed keep their digest
         (a changed digest makes the next run fetch every page whole). Secrets are in it by name only."""
         # So is an absent ``types`` (one-type specs keep their digest) and the absent extract of a typed spec.
-        left_out = {"request"} if not self.request.configured else set()
+        # ``recrawl`` never is: it says when pages are asked, not what their records are, so turning it on or
+        # changing its numbers keeps the catalog's records carried and its pages' intervals.
+        left_out = {"request", "recrawl"} if not self.request.configured else {"recrawl"}
         left_out |= {"types"} if self.types is None else {"extract"}
         content = self.model_dump(mode="json", exclude=left_out or None)
         canonical = json.dumps(content, sort_keys=True, default=str)

@@ -15,6 +15,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -59,9 +60,12 @@ class EmulatedRunner:
         workers: int = 4,
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
         self.allow_loopback, self.config = allow_loopback, config
+        self.clock = clock
+        """The pipeline's time (a bench or test plays nights a day apart with its own)."""
 
     def run(self, spec: CrawlSpec, progress: Progress | None = None) -> LocalRun:
         """Run ``spec`` once; the functions' JSON logs and EMF metrics go to ``state_dir/logs/``.
@@ -88,7 +92,10 @@ class EmulatedRunner:
             copy_to_moto(spec)
             triggers = _Triggers()
             services = bootstrap.aws_services(
-                settings, finalize_later=triggers.finalize.append, continue_start=triggers.start.append
+                settings,
+                finalize_later=triggers.finalize.append,
+                continue_start=triggers.start.append,
+                clock=self.clock,
             )
             bootstrap.install(services)
             try:

@@ -71,9 +71,12 @@ class LocalFleet:
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
         say: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
         self.config = config
+        self.clock = clock
+        """The pipeline's time (a bench or test plays nights a day apart with its own)."""
         self.tuning = Tuning(
             max_receive_count=config.max_receive_count,
             run_deadline_hours=config.run_deadline_hours,
@@ -124,7 +127,11 @@ class LocalFleet:
     def _run(self, spec: CrawlSpec, store: LocalStore, progress: Progress | None, restart: bool) -> LocalRun:
         finalize_requests: deque[dict[str, object]] = deque()
         services = store.services(
-            self.specs_dir, self.tuning, finalize_later=finalize_requests.append, continue_start=lambda _: None
+            self.specs_dir,
+            self.tuning,
+            finalize_later=finalize_requests.append,
+            continue_start=lambda _: None,
+            clock=self.clock,
         )
         resumed = self._interrupted(spec, store, services, restart)
         if resumed is not None:

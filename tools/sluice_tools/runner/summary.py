@@ -36,7 +36,8 @@ def progress_bar(crawl: str, *, enabled: bool) -> Iterator[ProgressFn]:
 
 
 _PAGES = ("fetched", "not_modified", "not_due", "failed", "skipped")
-"""The pages ``--json`` counts; ``not_due`` only for crawls seeded from sitemaps, the only ones that have it."""
+"""The pages ``--json`` counts; ``not_due`` only for crawls seeded from sitemaps or with a recrawl schedule, the
+only ones that have it (with a schedule, ``not_due_by`` too: how many each said were not due)."""
 
 
 def as_json(run: LocalRun) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "crawl": run.crawl,
         "run_id": run.run_id,
         "status": s["status"],
-        "pages": {k: s["pages"].get(k, 0) for k in _PAGES if k != "not_due" or "sitemaps" in s},
+        "pages": _pages(s),
         "records": {k: s["records"][k] for k in ("total", "new", "changed", "unchanged")},
         "dead_letters": len(run.dead_letters),
         "resumed": run.resumed,
@@ -61,6 +62,24 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "cost": s.get("cost"),
         "outputs": run.outputs,
     }
+
+
+def _pages(summary: dict[str, Any]) -> dict[str, Any]:
+    pages = summary["pages"]
+    due_too = "sitemaps" in summary or "not_due_by" in pages
+    shown: dict[str, Any] = {k: pages.get(k, 0) for k in _PAGES if k != "not_due" or due_too}
+    if "not_due_by" in pages:
+        shown["not_due_by"] = pages["not_due_by"]
+    return shown
+
+
+def _not_due(pages: dict[str, Any]) -> str:
+    """``not due N, `` (and by what, with a recrawl schedule), or nothing when no page was."""
+    if not pages.get("not_due"):
+        return ""
+    by = pages.get("not_due_by")
+    why = f" (schedule {by['schedule']}, sitemap {by['sitemap']})" if by else ""
+    return f"not due {pages['not_due']}{why}, "
 
 
 def sitemap_lines(report: dict[str, Any] | None) -> list[str]:
@@ -106,7 +125,7 @@ def as_text(run: LocalRun) -> str:
     lines += [
         f"run {run.run_id} of {run.crawl}: {s['status']}, {'HEALTHY' if v['healthy'] else 'UNHEALTHY'}",
         f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, "
-        + (f"not due {p['not_due']}, " if p.get("not_due") else "")
+        + _not_due(p)
         + f"failed {p['failed']}, skipped {p['skipped']}",
         f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
     ]

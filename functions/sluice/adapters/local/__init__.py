@@ -7,6 +7,8 @@ every batch, so a killed run resumes where it stopped.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +51,13 @@ class LocalStore:
         )
 
     def services(
-        self, specs_dir: Path, tuning: Tuning, *, finalize_later: Trigger, continue_start: Trigger
+        self,
+        specs_dir: Path,
+        tuning: Tuning,
+        *,
+        finalize_later: Trigger,
+        continue_start: Trigger,
+        clock: Callable[[], float] = time.time,
     ) -> Services:
         return Services(
             tuning=tuning,
@@ -63,6 +71,7 @@ class LocalStore:
             specs_dir=specs_dir,
             finalize_later=finalize_later,
             continue_start=continue_start,
+            clock=clock,
         )
 
     def close(self) -> None:
