@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sluice.domain.hosts import group_id, host_key
-from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, Prior
+from sluice.domain.pages import MAX_ARCHIVE_REF, MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, ArchiveRef, Prior
 from sluice.spec import MAX_SEED_URLS
 from sluice.spec.models import MAX_CARRY_BYTES
 
@@ -24,6 +24,7 @@ RunId = Annotated[str, Field(pattern=r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")]
 MAX_DIGEST_BYTES = MAX_DIGESTS * RECORD_DIGEST_BYTES
 """A task carries the digests of up to 2,000 records (a page with more is classified as all new)."""
 MAX_DIGESTS_B64 = 4 * ((MAX_DIGEST_BYTES + 2) // 3)
+_ARCHIVE_REF = r"^[0-9A-Za-z-]+/[0-9a-f]+/[0-9]+/[0-9]+$"
 MAX_ETAG, MAX_LM = 1024, 256
 """Longest ETag and Last-Modified a task carries (a site can send longer; those pages are fetched whole)."""
 
@@ -49,6 +50,13 @@ class PriorState(_Message):
     """The page's records are in the catalog run's output (a 304 carries them)."""
     ft: Annotated[int, Field(ge=0)] | None = None
     """When the page was last fetched successfully (epoch seconds): what a sitemap's lastmod is compared with."""
+    # Left out of a message when absent: a task of a crawl without output.archive is as it was, byte for byte.
+    a: Annotated[
+        str | None,
+        Field(max_length=MAX_ARCHIVE_REF, pattern=_ARCHIVE_REF, exclude_if=lambda v: v is None),
+    ] = None
+    """Where the response the page's records come from is archived (``RUN/FILE/OFFSET/LENGTH``): a carried page
+    keeps it, so a re-extraction reaches every page's bytes."""
 
     @classmethod
     def of(cls, prior: Prior) -> PriorState:
@@ -66,10 +74,12 @@ class PriorState(_Message):
             d=digests,
             c=prior.carried,
             ft=prior.fetched_at,
+            a=prior.archive.to_text() if prior.archive is not None else None,
         )
 
     def prior(self) -> Prior:
-        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c, self.ft)
+        archive = ArchiveRef.from_text(self.a) if self.a is not None else None
+        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c, self.ft, archive)
 
 
 class UrlTask(_Message):

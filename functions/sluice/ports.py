@@ -64,6 +64,11 @@ class RunLedger(Protocol):
         """Record the verdict and release the crawl's lock (only if this run still holds it)."""
         ...
 
+    def reextracted(self, crawl: str, run_id: str, *, spec_digest: str, healthy: bool, records: int) -> bool:
+        """Record a finished run's records rebuilt with another spec (its digest, verdict, record count);
+        False if the run is not finished."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Claims:
@@ -92,6 +97,12 @@ class Frontier(Protocol):
 
     def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
         """Write each URL's result if it is not done yet; True where this call counted it."""
+        ...
+
+    def replace(self, run_id: str, results: Sequence[PageResult]) -> int:
+        """Overwrite the results of URLs already done (``sluice reextract``'s new records); how many were.
+
+        Never on the per-page path: a finished run's results change only when its records are rebuilt."""
         ...
 
     def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:

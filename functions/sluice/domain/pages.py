@@ -62,6 +62,32 @@ def unpack_digests(packed: bytes) -> dict[bytes, bytes]:
 
 
 @dataclass(frozen=True, slots=True)
+class ArchiveRef:
+    """Where a page's response is in the raw archive: one WARC record, a byte range of one run's archive file.
+
+    The run is the one that fetched the response: a page carried since (a 304, not due) keeps the
+    reference of the fetch its records come from, so every counted page's bytes stay reachable."""
+
+    run_id: str
+    file: str
+    offset: int
+    length: int
+
+    def to_text(self) -> str:
+        """``RUN/FILE/OFFSET/LENGTH``: what a task and a result carry (under :data:`MAX_ARCHIVE_REF` characters)."""
+        return f"{self.run_id}/{self.file}/{self.offset}/{self.length}"
+
+    @classmethod
+    def from_text(cls, text: str) -> ArchiveRef:
+        run_id, file, offset, length = text.split("/")
+        return cls(run_id, file, int(offset), int(length))
+
+
+MAX_ARCHIVE_REF = 96
+"""Characters of an archive reference: a run id (22), a file id (32), two numbers and three slashes."""
+
+
+@dataclass(frozen=True, slots=True)
 class Prior:
     """What the catalog run (the crawl's last finished run) knew of a page; it travels in the task."""
 
@@ -75,6 +101,8 @@ class Prior:
     """True when the page's records are in the catalog run's output, so a 304 can carry them."""
     fetched_at: int | None = None
     """When the page was last fetched successfully (a 200 or a 304), in epoch seconds; None if never."""
+    archive: ArchiveRef | None = None
+    """Where the response its records come from is archived (``output.archive``): a carried page keeps it."""
 
     @property
     def carriable(self) -> bool:
@@ -147,6 +175,9 @@ class PageResult:
     fetched_at: int | None = None
     """Epoch seconds of the page's last successful fetch: this run's (a 200 or a 304), or, for a page not
     due, the one its carried records come from. What the next run compares a sitemap's lastmod with."""
+    archive: ArchiveRef | None = None
+    """Where the response this page's records come from is archived: this run's fetch, or, for a carried page,
+    the fetch its records come from (``output.archive``; None when it was off)."""
 
     @property
     def records(self) -> int:
@@ -171,6 +202,7 @@ class PageResult:
             digests=self.digests,
             carried=self.holds_records and self.records > 0,
             fetched_at=self.fetched_at,
+            archive=self.archive if self.holds_records else None,
         )
 
     # -- one plain mapping for every store: short names, since DynamoDB bills attribute names too ---------
@@ -207,6 +239,8 @@ class PageResult:
             plain["bd"] = self.beyond_depth
         if self.fetched_at is not None:
             plain["ft"] = self.fetched_at  # not "t": the ledger's items keep their expiry there
+        if self.archive is not None:
+            plain["a"] = self.archive.to_text()
         return plain
 
     @classmethod
@@ -236,6 +270,7 @@ class PageResult:
             capped_links=int(plain.get("cp", 0)),
             beyond_depth=int(plain.get("bd", 0)),
             fetched_at=int(plain["ft"]) if plain.get("ft") is not None else None,
+            archive=ArchiveRef.from_text(plain["a"]) if plain.get("a") else None,
         )
 
 

@@ -5,6 +5,8 @@ one part object with every fetched page's records, one claim per new link and on
 them, one conditional write per URL that counts it (its :class:`PageResult`), one progress
 report. Every step is safe to repeat and the order makes a crash at any line harmless:
 
+0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.archive`) are
+   written before the part and any result (a crash leaves an unreferenced file);
 1. the part is written before any result points at it (a crash leaves an unreferenced part);
 2. links are claimed and sent before the page that found them is counted (a redelivered page
    sends again the links it claimed and that still wait);
@@ -52,6 +54,7 @@ from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
+from sluice.pipeline.archive import BatchArchive
 from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.links import (
     ClaimCache,
@@ -325,6 +328,7 @@ class _RunBatch:
         hosts = await self._adopt_hosts(fetcher, todo) if isinstance(fetcher, PageFetcher) else []
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
+        archive = BatchArchive(self.crawl, self.run_id) if spec.output.archive else None
 
         async def one(task: UrlTask, queued: QueuedMessage) -> _Visit | _Retry:
             async with limit:
@@ -344,12 +348,15 @@ class _RunBatch:
                     return _Visit(task, _failed(task, failure, task.prior.prior() if task.prior else None))
                 try:
                     visit = await asyncio.wait_for(
-                        _visit_url(spec, fetcher, task, last_try=last_try), None if math.isinf(budget) else budget
+                        _visit_url(spec, fetcher, task, last_try=last_try, archive=archive),
+                        None if math.isinf(budget) else budget,
                     )
                 except TimeoutError:
                     return _Retry(task, Failed(task.url, "invocation time running out", True))
                 if isinstance(visit, _Visit):
                     visit.result = replace(visit.result, ms=round((time.monotonic() - started) * 1000))
+                if archive is not None and archive.full:  # a batch of large bodies writes more than one file
+                    await asyncio.to_thread(archive.flush, services.objects)
                 return visit
 
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
@@ -358,7 +365,7 @@ class _RunBatch:
             outcomes = await asyncio.gather(*(one(t, q) for _, q, t in todo), return_exceptions=True)
         visits = [o for o in outcomes if isinstance(o, _Visit)]
         with traced("write batch", pages=len(visits)):
-            counted = await asyncio.to_thread(self._write, run, spec, visits)
+            counted = await asyncio.to_thread(self._write, run, spec, visits, archive)
         if isinstance(fetcher, PageFetcher):
             await self._hand_on_hosts(fetcher, hosts)
         failed_by: dict[str, tuple[float, list[str]]] = {}
@@ -399,6 +406,7 @@ class _RunBatch:
                 "records": counted.records,
                 "links_claimed": counted.claimed,
                 "retries": sum(isinstance(o, _Retry) for o in outcomes),
+                **({"archive_files": archive.files, "archive_bytes": archive.written} if archive is not None else {}),
             },
         )
         return results
@@ -443,9 +451,11 @@ class _RunBatch:
             if tripped and (was is None or was.counts(self.run_id).tripped is None):
                 logger.warning("host blocked for the run", extra={**self.log, "host": state.host, "reason": tripped})
 
-    def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit]) -> Progress:
+    def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit], archive: BatchArchive | None) -> Progress:
         """The batch's writes, in the order that makes a crash anywhere harmless (see the module doc)."""
         services = self.services
+        if archive is not None:
+            archive.flush(services.objects)  # before the part and every result that refers to it
         part = _Part(part_key(self.crawl, self.run_id, uuid.uuid4().hex))
         results = [part.add(v) for v in visits]
         if part.body:
@@ -503,13 +513,17 @@ class _Part:
         self.body = bytearray()
 
     def add(self, visit: _Visit) -> PageResult:
-        if not visit.records:
-            return visit.result
+        return self.add_records(visit.result, visit.records)
+
+    def add_records(self, result: PageResult, records: list[Record]) -> PageResult:
+        """The page's records as one block of the part; its result pointing at the block (unchanged if none)."""
+        if not records:
+            return result
         start = len(self.body)
-        for record in visit.records:
+        for record in records:
             self.body += record_line(record).encode()
         block = PartBlock(self.key.rsplit("/", 1)[-1].removesuffix(".jsonl"), start, len(self.body) - start)
-        return replace(visit.result, block=block)
+        return replace(result, block=block)
 
 
 def _with_limits(
@@ -538,7 +552,9 @@ def _skipped(task: UrlTask, reason: str) -> PageResult:
     return PageResult(url=task.url, depth=task.depth, origin=task.origin, outcome="skipped", reason=reason[:MAX_REASON])
 
 
-async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool) -> _Visit | _Retry:
+async def _visit_url(
+    spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool, archive: BatchArchive | None = None
+) -> _Visit | _Retry:
     prior = task.prior.prior() if task.prior is not None else None
     if prior is not None and prior.not_due(task.lastmod):
         # A sitemap says the page has not changed since its last fetch: not asked at all, carried as a 304 is.
@@ -559,7 +575,14 @@ async def _visit_url(spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, la
         case NotModified():
             return _Visit(task, _carried(task, prior or Prior(), outcome.validators.or_else(validators), None))
         case Fetched():
-            return _fetched(spec, task, prior, outcome)
+            if archive is None:
+                return _fetched(spec, task, prior, outcome)
+            # Compressed off the event loop (zlib lets go of the GIL); only the compressed record stays.
+            ref = await asyncio.to_thread(archive.add, task, outcome)
+            visit = _fetched(spec, task, prior, outcome)
+            if visit.result.holds_records:
+                visit.result = replace(visit.result, archive=ref)
+            return visit
 
 
 def _failed(task: UrlTask, outcome: Failed, prior: Prior | None = None) -> PageResult:
@@ -593,6 +616,7 @@ def _carried(
         digests=prior.digests,
         carried=prior.records > 0,
         fetched_at=int(time.time()) if due else prior.fetched_at,
+        archive=prior.archive,  # no new response: the one its records come from (a fetch above replaces it)
     )
 
 
@@ -672,3 +696,21 @@ def _classify(records: list[Record], prior: Prior | None) -> tuple[RecordCounts,
             changed += 1
             upserts.append(record)
     return RecordCounts(new, changed, len(records) - new - changed), upserts
+
+
+def extract_again(
+    spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched
+) -> tuple[PageResult, list[Record]]:
+    """A page's result and records from a response already had (``sluice reextract``), as a fetch makes them.
+
+    Never carried (the records are extracted whatever the body's hash), and its links are not followed."""
+    visit = _fetched(spec, task, replace(prior, carried=False) if prior is not None else None, outcome)
+    return visit.result, visit.records
+
+
+def records_part(key: str) -> RecordsPart:
+    """An empty part at ``key``: pages' records added as blocks (what a batch writes, and a re-extraction)."""
+    return _Part(key)
+
+
+RecordsPart = _Part

@@ -451,6 +451,9 @@ class Output(_Strict):
 
     records_table: bool = False
     """Also keep each record key's current record in the records table (one write per new or changed record)."""
+    archive: bool = False
+    """Also keep every fetched response as WARC (one gzipped file per batch), so ``sluice reextract`` can rebuild
+    a run's records with a changed spec without asking the site again."""
 
 
 _SCHEDULE = re.compile(r"rate\(\s*\d+\s+(minute|minutes|hour|hours|day|days)\s*\)|cron\((\S+\s+){5}\S+\)")
@@ -582,8 +585,10 @@ class CrawlSpec(_Strict):
         An empty ``request`` section is left out, so specs written before it existed keep their digest
         (a changed digest makes the next run fetch every page whole). Secrets are in it by name only."""
         # So is an absent ``types`` (one-type specs keep their digest) and the absent extract of a typed spec.
-        left_out = {"request"} if not self.request.configured else set()
-        left_out |= {"types"} if self.types is None else {"extract"}
-        content = self.model_dump(mode="json", exclude=left_out or None)
+        left_out: dict[str, Any] = {"request": True} if not self.request.configured else {}
+        left_out |= {"types": True} if self.types is None else {"extract": True}
+        # So is output.archive: keeping the responses changes no record, so switching it on fetches nothing anew.
+        left_out["output"] = {"archive": True}
+        content = self.model_dump(mode="json", exclude=left_out)
         canonical = json.dumps(content, sort_keys=True, default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
