@@ -33,8 +33,8 @@ from sluice.domain.layout import summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice.pipeline.reextract import reextract_run
 from sluice.pipeline.services import load_crawl
-from sluice.spec import parse_spec
 from sluice.settings import Settings
+from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate import grants
 from sluice_tools.emulate.context import LocalContext
