@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")
     demo.set_defaults(run=_demo)
 
-    add_commands(commands)  # query, runs, show, logs, redrive
+    add_commands(commands)  # query, runs, show, logs, redrive, reextract
     return parser
 
 

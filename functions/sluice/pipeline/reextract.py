@@ -211,6 +211,7 @@ def _reextract_chunk(
         responses = list(pool.map(lambda r: _read(services, crawl, r), archived))
     part = records_part(part_key(crawl, run_id, f"reextract-{spec.digest()}-{entries[0].url_hash[:16]}"))
     replaced: list[PageResult] = []
+    upserts: dict[str, Record] = {}
     for result, response in zip(archived, responses, strict=True):
         if isinstance(response, str):
             tally.miss(result.url, response)
@@ -219,7 +220,8 @@ def _reextract_chunk(
         if new is None:
             tally.refused += 1
             continue
-        result_new, records = new
+        result_new, records, changed = new
+        upserts |= {record.key: record for record in changed}
         if result.archive is not None:
             tally.from_runs.add(result.archive.run_id)
         tally.pages += 1
@@ -228,6 +230,8 @@ def _reextract_chunk(
     if part.body:
         services.objects.put(part.key, bytes(part.body), "application/x-ndjson")  # before any result points at it
         tally.parts += 1
+    if services.records is not None and spec.output.records_table and upserts:
+        services.records.upsert(crawl, run_id, list(upserts.values()))  # as the fetcher does, each key once
     if replaced:
         services.frontier.replace(run_id, replaced)
 
@@ -250,7 +254,7 @@ def _catalog_digests(services: Services, catalog_run: str | None, hashes: list[s
 
 def _extract(
     spec: CrawlSpec, result: PageResult, response: ArchivedResponse, digests: bytes | None
-) -> tuple[PageResult, list[Record]] | None:
+) -> tuple[PageResult, list[Record], list[Record]] | None:
     """The page's result with its records extracted again; None if extraction refused the page (it keeps its own)."""
     task = UrlTask(url=result.url, depth=result.depth, origin=result.origin, via=response.via, carry=response.carry)
     outcome = Fetched(
@@ -264,7 +268,7 @@ def _extract(
         elapsed_s=0.0,
     )
     prior = Prior(digests=digests) if digests else None
-    fresh, records = extract_again(spec, task, prior, outcome)
+    fresh, records, upserts = extract_again(spec, task, prior, outcome)
     if fresh.outcome != "fetched":
         return None
     return (
@@ -280,4 +284,5 @@ def _extract(
             carried=False,
         ),
         records,
+        upserts,
     )

@@ -700,12 +700,12 @@ def _classify(records: list[Record], prior: Prior | None) -> tuple[RecordCounts,
 
 def extract_again(
     spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched
-) -> tuple[PageResult, list[Record]]:
-    """A page's result and records from a response already had (``sluice reextract``), as a fetch makes them.
-
-    Never carried (the records are extracted whatever the body's hash), and its links are not followed."""
+) -> tuple[PageResult, list[Record], list[Record]]:
+    """A page's result, records and new or changed records from a response already had (``sluice reextract``),
+    as a fetch makes them. Never carried (the records are extracted whatever the body's hash), and its links
+    are not followed."""
     visit = _fetched(spec, task, replace(prior, carried=False) if prior is not None else None, outcome)
-    return visit.result, visit.records
+    return visit.result, visit.records, visit.upserts
 
 
 def records_part(key: str) -> RecordsPart:
