@@ -255,11 +255,11 @@ def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
     real = visit_module._visit_url
     crashed = [False]
 
-    async def crashes_once(spec: CrawlSpec, fetcher: Any, task: Any, *, last_try: bool) -> Any:
+    async def crashes_once(spec: CrawlSpec, fetcher: Any, task: Any, *, last_try: bool, **options: Any) -> Any:
         if task.url.endswith("/404") and not crashed[0]:
             crashed[0] = True
             raise RuntimeError("extraction crashed")
-        return await real(spec, fetcher, task, last_try=last_try)
+        return await real(spec, fetcher, task, last_try=last_try, **options)
 
     monkeypatch.setattr(visit_module, "_visit_url", crashes_once)
     batch = pipeline.receive(10)

@@ -406,7 +406,15 @@ class _RunBatch:
                 "records": counted.records,
                 "links_claimed": counted.claimed,
                 "retries": sum(isinstance(o, _Retry) for o in outcomes),
-                **({"archive_files": archive.files, "archive_bytes": archive.written} if archive is not None else {}),
+                **(
+                    {
+                        "archive_files": archive.files,
+                        "archive_bytes": archive.written,
+                        "archive_ms": round(archive.seconds * 1000, 1),
+                    }
+                    if archive is not None
+                    else {}
+                ),
             },
         )
         return results
