@@ -1,4 +1,4 @@
-"""`sluice reextract RUN`: night 3 repaired from the archive, on the local store and on a stage (moto), no request sent."""
+"""`sluice reextract RUN`: night 3 repaired from its archive, on the local store and on a stage (moto), no request."""
 
 from __future__ import annotations
 
