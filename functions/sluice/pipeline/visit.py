@@ -26,6 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from sluice.domain.hosts import HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
@@ -54,7 +55,6 @@ from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
-from sluice.pipeline.archive import BatchArchive
 from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.links import (
     ClaimCache,
@@ -68,6 +68,9 @@ from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
 from sluice.ports import Claims, SecretSource
 from sluice.spec import CrawlSpec
+
+if TYPE_CHECKING:
+    from sluice.pipeline.archive import BatchArchive
 
 IN_PROCESS_WAIT_CAP_S = 5.0
 """Longest backoff a fetcher sleeps through; longer waits go back to the queue as visibility."""
@@ -328,7 +331,7 @@ class _RunBatch:
         hosts = await self._adopt_hosts(fetcher, todo) if isinstance(fetcher, PageFetcher) else []
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
-        archive = BatchArchive(self.crawl, self.run_id) if spec.output.archive else None
+        archive = _archive(self.crawl, self.run_id) if spec.output.archive else None
 
         async def one(task: UrlTask, queued: QueuedMessage) -> _Visit | _Retry:
             async with limit:
@@ -507,6 +510,13 @@ class _RunBatch:
         if pending <= 0:
             logger.info("run looks drained: asking the finalizer", extra=self.log)
             services.finalize_later({"crawl": self.crawl, "run_id": self.run_id})
+
+
+def _archive(crawl: str, run_id: str) -> BatchArchive:
+    # warcio (~40 ms to import) only for specs that keep their responses: the others' cold starts stay as they were.
+    from sluice.pipeline.archive import BatchArchive
+
+    return BatchArchive(crawl, run_id)
 
 
 def _done(entry: UrlEntry | None) -> bool:
