@@ -76,6 +76,9 @@ def test_reextract_repairs_night_3_from_the_archive_without_a_request(
     assert "no request sent, no link followed" in out
     assert f"records  {BOOKS} in the output" in out
     assert "verdict  healthy" in out
+    code, text, _ = sluice("show", night3, *broken.where)
+    assert code == 0
+    assert f"  rebuilt  {PAGES + 1} page(s) re-extracted from the archive at " in text
     shown = sluice.json("show", night3, *broken.where, "--json")
     assert shown["summary"]["verdict"]["healthy"] is True
     assert shown["summary"]["records"]["total"] == BOOKS
