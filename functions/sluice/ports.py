@@ -171,6 +171,11 @@ class ObjectStore(Protocol):
 
     def get_range(self, key: str, start: int, length: int) -> bytes: ...
 
+    def delete(self, key: str) -> None:
+        """Remove the object if there is one (``sluice reextract``'s output files the rebuilt manifest no longer
+        lists; no function deletes anything)."""
+        ...
+
     def writer(self, key: str, content_type: str) -> ObjectWriter: ...
 
     def location(self, key: str) -> str:

@@ -206,3 +206,21 @@ def test_reextract_refuses_a_run_in_flight_another_crawls_spec_and_an_unknown_ru
     pipeline.drain()
     pipeline.finalize()
     assert reextract_run(spec.name, finished, pipeline.services).pages == PAGES
+
+
+def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """A spec that extracts nothing leaves no records file behind (a query of the folder reads what is there)."""
+    data = _archived(books_spec("shrunk", site.base_url))
+    spec = pipeline.spec(data)
+    run_id = pipeline.run(spec.name)
+    manifest = json.loads(pipeline.services.objects.get(manifest_key(spec.name, run_id)))
+    (old,) = [f["key"] for f in manifest["files"]]
+    assert pipeline.services.objects.size(old) is not None
+    nothing = pipeline.spec(_fixed(data))  # price-colour: the site was not redesigned, so no price, no record
+    done = reextract_run(spec.name, run_id, pipeline.services, nothing)
+    assert done.summary["records"]["total"] == 0
+    assert done.summary["verdict"]["healthy"] is False
+    assert json.loads(pipeline.services.objects.get(manifest_key(spec.name, run_id)))["files"] == []
+    assert pipeline.services.objects.size(old) is None

@@ -13,7 +13,8 @@ Nothing collected is lost: a page whose response is not in the archive (the swit
 was fetched, or the file is gone) keeps the records it had, and is counted and named. The order
 makes an interruption harmless, and the whole is idempotent: new parts (their keys named after the
 spec's digest, so a second run writes the same keys with the same bytes) before the results that
-point at them, then the output, then the run's spec digest and verdict. Run it again after an
+point at them, then the output (and the removal of output files the new manifest no longer lists),
+then the run's spec digest and verdict. Run it again after an
 interruption; the next nightly run then carries the repaired records as it carries any run's.
 
 Refused, with the reason: a run that is not finished, a spec of another crawl, a crawl with a run in
@@ -30,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sluice.domain.layout import part_key, summary_key
+from sluice.domain.layout import manifest_key, part_key, summary_key
 from sluice.domain.pages import PageResult, Prior, UrlEntry, url_hash
 from sluice.extraction.extract import Record
 from sluice.fetch.outcomes import Fetched, Validators
@@ -107,7 +108,12 @@ def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec |
         _reextract_chunk(services, spec, crawl, run_id, entries, run.catalog_run, tally)
     old_summary = _summary(services, crawl, run_id)
     stopped = old_summary.get("stopped") if old_summary else None
+    old_files = _listed_files(services, crawl, run_id)
     rebuilt = rebuild_output(services, replace(run, spec_digest=spec.digest()), spec, stopped=stopped)
+    # Output files the old manifest listed and the new one does not (the run has fewer, or other types'):
+    # left there, a query of the folder would read their records twice.
+    for stale in sorted(old_files - {str(f["key"]) for f in rebuilt.output.files}):
+        services.objects.delete(stale)
     summary = rebuilt.summary
     if old_summary is not None:
         # The run's cost and start are what they were: only its records were rebuilt.
@@ -153,6 +159,11 @@ def _summary(services: Services, crawl: str, run_id: str) -> dict[str, Any] | No
     raw = services.objects.get(summary_key(crawl, run_id))
     found: dict[str, Any] | None = json.loads(raw) if raw is not None else None
     return found
+
+
+def _listed_files(services: Services, crawl: str, run_id: str) -> set[str]:
+    raw = services.objects.get(manifest_key(crawl, run_id))
+    return {str(f["key"]) for f in json.loads(raw).get("files", [])} if raw is not None else set()
 
 
 def _check_sources(services: Services, crawl: str, run_id: str) -> None:
