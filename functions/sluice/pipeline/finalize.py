@@ -96,7 +96,7 @@ def _count(services: Services, run: RunState, spec: CrawlSpec | None = None) -> 
     count = _Count(
         RunTally(seeds=run.seeds),
         OutputPlan(run.crawl, run.run_id, run.catalog_run, typed=typed),
-        UsageCounter(),
+        UsageCounter(run_id=run.run_id),
         RecordChurn(),
     )
     for entry in services.frontier.scan(run.run_id):
