@@ -65,8 +65,8 @@ class ArchivedResponse:
 
 
 class BatchArchive:
-    """A batch's WARC file, written record by record as pages complete (thread-safe: records are compressed off
-    the event loop)."""
+    """A batch's WARC file, written record by record as pages complete (thread-safe: the batch writes it out from
+    a thread while pages may still complete on the event loop)."""
 
     def __init__(self, crawl: str, run_id: str) -> None:
         self.crawl, self.run_id = crawl, run_id
