@@ -22,6 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from sluice.fetch.outcomes import Fetched, Validators
+from sluice.messages import UrlTask
+from sluice.pipeline.archive import BatchArchive
 from sluice.pipeline.services import load_crawl
 from sluice.spec import load_spec
 from sluice_tools.demosite import running_demo_site
@@ -77,6 +82,19 @@ def _one(base: Path, base_url: str, listings: int, archive: bool, workers: int) 
     }
 
 
+def _record_ms(body: bytes, rounds: int = 200) -> float:
+    """One page's record made and compressed, alone (no batch around it): milliseconds, the median of ``rounds``."""
+    archive = BatchArchive("bench", "20261201T000000Z-000000")
+    task = UrlTask(url="http://127.0.0.1/catalogue/page-1.html")
+    outcome = Fetched(task.url, task.url, 200, "text/html", body, Validators('"e"', None), 1, 0.0)
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        archive.add(task, outcome)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--books", type=int, default=10_000)
@@ -99,6 +117,7 @@ def main() -> None:
         before = site.stats.total
         done = reextract_local(last["folder"] / "state", last["run_id"], path, path.parent)
         requests = site.stats.total - before
+        page = httpx.get(f"{site.base_url}/catalogue/page-1.html", timeout=10).content
     per_batch = [ms for r in archived for ms in r["archive_ms"]]
     pages = sum(r["pages"] for r in archived)
     report = {
@@ -116,6 +135,8 @@ def main() -> None:
             "max": round(max(per_batch), 1),
         },
         "pages_per_batch": round(pages / sum(r["batches"] for r in archived), 1),
+        "page_bytes": len(page),
+        "record_ms_alone": round(_record_ms(page), 2),
         "wall_s_without": [round(r["wall_s"], 2) for r in plain],
         "wall_s_with": [round(r["wall_s"], 2) for r in archived],
         "reextract": {
