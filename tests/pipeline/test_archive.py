@@ -224,3 +224,27 @@ def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
     assert done.summary["verdict"]["healthy"] is False
     assert json.loads(pipeline.services.objects.get(manifest_key(spec.name, run_id)))["files"] == []
     assert pipeline.services.objects.size(old) is None
+
+
+def test_pages_without_an_archived_response_keep_their_records_and_are_named(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """The switch turned on for night 2: its changed pages are archived, its 304s have nothing to read."""
+    data = books_spec("switched", site.base_url)
+    spec = pipeline.spec(data)
+    pipeline.run(spec.name)  # no archive
+    assert pipeline.spec(_archived(data)).digest() == spec.digest()  # the switch fetches nothing anew
+    site.set_catalogue(books=BOOKS, version=1, changed_fraction=0.03)
+    night2 = pipeline.run(spec.name)
+    results = [e.result for e in pipeline.services.frontier.scan(night2) if e.result is not None]
+    archived = [r for r in results if r.archive is not None]
+    assert {r.outcome for r in archived} == {"fetched"}
+    assert 0 < len(archived) < PAGES
+    done = reextract_run(spec.name, night2, pipeline.services)
+    assert done.pages == len(archived)
+    assert done.missing_archive == PAGES - len(archived)
+    section = done.summary["reextracted"]
+    named = {m["url"] for m in section["missing_named"]}
+    assert named == {r.url for r in results if r.archive is None}
+    assert done.summary["records"]["total"] == BOOKS  # nothing collected is lost
+    assert done.summary["verdict"]["healthy"] is True

@@ -43,6 +43,8 @@ under it plus the bodies in flight, whatever the bodies; a batch of small pages 
 GZIP_LEVEL = 6
 """zlib's default: warcio's own gzip writer takes 9, about 13 % more time for 0.6 % fewer bytes on the demo's pages."""
 URL_HEADER, VIA_HEADER, CARRY_HEADER = "WARC-Sluice-URL", "WARC-Sluice-Via", "WARC-Sluice-Carry"
+MAX_RECORD_BYTES = 101 * 1024 * 1024
+"""The longest range a reference may name: a body at the largest cap a spec may set (100 MiB) and its headers."""
 _REASONS = {200: "OK", 203: "Non-Authoritative Information", 206: "Partial Content"}
 
 
@@ -140,8 +142,13 @@ class BatchArchive:
 def read_response(objects: ObjectStore, crawl: str, ref: ArchiveRef) -> ArchivedResponse:
     """The response an archive reference names: one range read, one record parsed."""
     key = archive_key(crawl, ref.run_id, ref.file)
-    if objects.size(key) is None:
+    if not 0 < ref.length <= MAX_RECORD_BYTES:
+        raise ArchiveUnreadable(f"{key}: a reference of {ref.length} bytes names no record this archive writes")
+    size = objects.size(key)
+    if size is None:
         raise ArchiveUnreadable(f"archive file {key} is gone (expired, or never written)")
+    if ref.offset + ref.length > size:
+        raise ArchiveUnreadable(f"{key}: the reference ends past the file's {size} bytes")
     return parse_record(objects.get_range(key, ref.offset, ref.length), key)
 
 
