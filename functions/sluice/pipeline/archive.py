@@ -139,12 +139,19 @@ class BatchArchive:
         return key
 
 
-def read_response(objects: ObjectStore, crawl: str, ref: ArchiveRef) -> ArchivedResponse:
-    """The response an archive reference names: one range read, one record parsed."""
+def read_response(
+    objects: ObjectStore, crawl: str, ref: ArchiveRef, sizes: dict[str, int | None] | None = None
+) -> ArchivedResponse:
+    """The response an archive reference names: one range read, one record parsed.
+
+    ``sizes`` remembers each file's size between calls (one HEAD a file, not a page)."""
     key = archive_key(crawl, ref.run_id, ref.file)
     if not 0 < ref.length <= MAX_RECORD_BYTES:
         raise ArchiveUnreadable(f"{key}: a reference of {ref.length} bytes names no record this archive writes")
-    size = objects.size(key)
+    sizes = {} if sizes is None else sizes
+    if key not in sizes:
+        sizes[key] = objects.size(key)
+    size = sizes[key]
     if size is None:
         raise ArchiveUnreadable(f"archive file {key} is gone (expired, or never written)")
     if ref.offset + ref.length > size:

@@ -78,6 +78,8 @@ class _Tally:
     parts: int = 0
     from_runs: set[str] = field(default_factory=set)
     named: list[dict[str, str]] = field(default_factory=list)
+    sizes: dict[str, int | None] = field(default_factory=dict)
+    """Each archive file's size, asked once (a file holds a batch's pages; readers share it)."""
 
     def miss(self, url: str, why: str) -> None:
         self.missing += 1
@@ -219,7 +221,7 @@ def _reextract_chunk(
             tally.miss(result.url, "no archived response (output.archive was off when it was fetched)")
     before = _catalog_digests(services, catalog_run, [url_hash(r.url) for r in archived])
     with ThreadPoolExecutor(max_workers=READERS) as pool:
-        responses = list(pool.map(lambda r: _read(services, crawl, r), archived))
+        responses = list(pool.map(lambda r: _read(services, crawl, r, tally.sizes), archived))
     part = records_part(part_key(crawl, run_id, f"reextract-{spec.digest()}-{entries[0].url_hash[:16]}"))
     replaced: list[PageResult] = []
     upserts: dict[str, Record] = {}
@@ -247,10 +249,10 @@ def _reextract_chunk(
         services.frontier.replace(run_id, replaced)
 
 
-def _read(services: Services, crawl: str, result: PageResult) -> ArchivedResponse | str:
+def _read(services: Services, crawl: str, result: PageResult, sizes: dict[str, int | None]) -> ArchivedResponse | str:
     assert result.archive is not None  # noqa: S101 - only archived pages are read
     try:
-        return read_response(services.objects, crawl, result.archive)
+        return read_response(services.objects, crawl, result.archive, sizes)
     except ArchiveUnreadable as exc:
         return str(exc)
 
