@@ -23,6 +23,8 @@ from sluice.pipeline.reextract import ReextractRefused, reextract_run
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 
+from .test_page_types import typed_spec
+
 BOOKS = 100
 PAGES = BOOKS // 20
 
@@ -248,3 +250,21 @@ def test_pages_without_an_archived_response_keep_their_records_and_are_named(
     assert named == {r.url for r in results if r.archive is None}
     assert done.summary["records"]["total"] == BOOKS  # nothing collected is lost
     assert done.summary["verdict"]["healthy"] is True
+
+
+def test_a_typed_run_is_re_extracted_with_each_pages_type_and_carried_fields(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """A book page's type comes from the rule that led there and its price from its card: the archive keeps both."""
+    spec = pipeline.spec(_archived(typed_spec(books_spec, site.base_url)))
+    run_id = pipeline.run(spec.name)
+    before = sorted((r["_type"], r["_key"], r["price"], r["rating"]) for r in pipeline.records(spec.name, run_id))
+    site.reset()
+    done = reextract_run(spec.name, run_id, pipeline.services)
+    assert _requests(site) == 0
+    assert done.pages == PAGES + BOOKS  # the listing pages and every book page
+    after = sorted((r["_type"], r["_key"], r["price"], r["rating"]) for r in pipeline.records(spec.name, run_id))
+    assert after == before
+    assert {t for t, *_ in after} == {"listing", "book"}
+    assert all(price is not None for _, _, price, _ in after)
+    assert done.summary["records"]["by_type"] == {"book": BOOKS, "listing": BOOKS}
