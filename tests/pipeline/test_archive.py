@@ -18,6 +18,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from sluice.domain.layout import ARCHIVE_PREFIX, index_key, manifest_key
+from sluice.pipeline import archive as archive_module
 from sluice.pipeline.archive import parse_record
 from sluice.pipeline.reextract import ReextractRefused, reextract_run
 from sluice.spec import parse_spec
@@ -268,3 +269,34 @@ def test_a_typed_run_is_re_extracted_with_each_pages_type_and_carried_fields(
     assert {t for t, *_ in after} == {"listing", "book"}
     assert all(price is not None for _, _, price, _ in after)
     assert done.summary["records"]["by_type"] == {"book": BOOKS, "listing": BOOKS}
+
+
+def test_an_archive_file_that_is_not_written_fails_its_batch_before_anything_counts(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages hold references into every file of their batch: one file lost mid-batch must not be counted on."""
+    monkeypatch.setattr(archive_module, "FILE_BYTES", 1)  # each page's record is a file of its own, mid-batch
+    spec = pipeline.spec(_archived(books_spec("flaky", site.base_url)))
+    objects = pipeline.services.objects
+    real = objects.put
+    lost: list[str] = []
+
+    def put(key: str, body: bytes, content_type: str) -> None:
+        if key.startswith(ARCHIVE_PREFIX) and not lost:
+            lost.append(key)
+            raise OSError("the store refused the write")
+        real(key, body, content_type)
+
+    monkeypatch.setattr(objects, "put", put)
+    run_id = pipeline.start(spec.name)
+    batch = pipeline.receive(10)
+    assert pipeline.deliver(batch) == {m.id for m in batch}  # the whole batch comes back
+    assert pipeline.tally(spec.name, run_id).done == 0
+    pipeline.drain()
+    pipeline.finalize()
+    assert pipeline.summary(spec.name, run_id)["records"]["total"] == BOOKS
+    lost_file = lost[0].rsplit("/", 1)[1].removesuffix(".warc.gz")
+    refs = [e.result.archive for e in pipeline.services.frontier.scan(run_id) if e.result is not None]
+    assert all(ref is not None and ref.file != lost_file for ref in refs)
+    done = reextract_run(spec.name, run_id, pipeline.services)
+    assert (done.pages, done.missing_archive) == (PAGES, 0)

@@ -79,6 +79,8 @@ class BatchArchive:
         """Compressed bytes written out so far (for the batch's log line)."""
         self.seconds = 0.0
         """Time spent making records and writing files (the archive's share of the batch, in its log line)."""
+        self.failed: BaseException | None = None
+        """A file that could not be written: results point into it, so the batch must not count (see flush)."""
 
     def _open(self) -> None:
         self.file_id = uuid.uuid4().hex
@@ -124,7 +126,12 @@ class BatchArchive:
             return ArchiveRef(self.run_id, self.file_id, start, len(member))
 
     def flush(self, objects: ObjectStore) -> str | None:
-        """Write what the archive holds as one file (before any part or result refers to it); its key, if any."""
+        """Write what the archive holds as one file (before any part or result refers to it); its key, if any.
+
+        A file that fails to be written fails every later flush too: pages already hold references into it,
+        so the batch's last flush (before its part) raises and nothing of the batch is counted."""
+        if self.failed is not None:
+            raise self.failed
         started = time.perf_counter()
         with self._lock:
             data = self._buffer.getvalue()
@@ -132,7 +139,11 @@ class BatchArchive:
             if not data:
                 return None
             self._open()
-        objects.put(key, data, "application/warc")
+        try:
+            objects.put(key, data, "application/warc")
+        except BaseException as exc:
+            self.failed = exc
+            raise
         self.files += 1
         self.written += len(data)
         self.seconds += time.perf_counter() - started

@@ -359,7 +359,10 @@ class _RunBatch:
                 if isinstance(visit, _Visit):
                     visit.result = replace(visit.result, ms=round((time.monotonic() - started) * 1000))
                 if archive is not None and archive.full:  # a batch of large bodies writes more than one file
-                    await asyncio.to_thread(archive.flush, services.objects)
+                    try:
+                        await asyncio.to_thread(archive.flush, services.objects)
+                    except Exception as exc:  # remembered: the batch's own flush raises it before anything counts
+                        logger.warning("archive file not written", extra={**self.log, "error": repr(exc)})
                 return visit
 
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
