@@ -63,6 +63,10 @@ class StackConfig:
     claim_ttl_days: int = 15
     """A run's URL entries live this long: the next run seeds from them, so a crawl runs at least this often."""
     work_retention_days: int = 14
+    outputs_ia_days: int = 30
+    outputs_glacier_ir_days: int = 90
+    """Run outputs (``runs/``) and the raw archive (``archive/``) age alike: infrequent access after 30 days,
+    Glacier Instant Retrieval after 90 (a range read still answers at once); neither expires."""
     log_retention_days: int = 30
     run_deadline_hours: int = 12
     sweep_minutes: int = 15

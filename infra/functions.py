@@ -17,7 +17,7 @@ from infra import bundling
 from infra.config import CRAWL_TAG, FunctionSettings, StackConfig
 from infra.queues import Queues
 from infra.storage import Storage
-from sluice.domain.layout import RUNS_PREFIX, SEEDS_PREFIX, WORK_PREFIX
+from sluice.domain.layout import ARCHIVE_PREFIX, RUNS_PREFIX, SEEDS_PREFIX, WORK_PREFIX
 from sluice.domain.secrets import is_ssm, ssm_parameter
 from sluice.metrics import NAMESPACE
 from sluice.settings import Settings
@@ -103,6 +103,10 @@ class Functions(Construct):
         _grant_objects(self.fetcher, storage, WORK_PREFIX, ["s3:PutObject", "s3:GetObject"], list_prefix=True)
         if any(s.output.records_table for s in specs):
             storage.records.grant_write_data(self.fetcher)
+        if any(s.output.archive for s in specs):
+            # Each batch's responses, written once; never read by a function (`sluice reextract` reads them
+            # with the operator's credentials).
+            _grant_objects(self.fetcher, storage, ARCHIVE_PREFIX, ["s3:PutObject"])
         _grant_secrets(self.fetcher, stack, specs)  # it sends the pages' requests
         # The scheduler sends requests too, for the specs that read sitemaps (with their request section).
         _grant_secrets(self.scheduler, stack, [s for s in specs if s.seeds.sitemaps is not None])

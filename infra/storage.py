@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import StackConfig
-from sluice.domain.layout import RUNS_PREFIX, WORK_PREFIX
+from sluice.domain.layout import ARCHIVE_PREFIX, RUNS_PREFIX, WORK_PREFIX
 
 
 class Storage(Construct):
@@ -54,6 +54,16 @@ class Storage(Construct):
             lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        # Outputs and the raw archive they can be rebuilt from age alike; neither expires.
+        aging = [
+            s3.Transition(
+                storage_class=s3.StorageClass.INFREQUENT_ACCESS, transition_after=Duration.days(config.outputs_ia_days)
+            ),
+            s3.Transition(
+                storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+                transition_after=Duration.days(config.outputs_glacier_ir_days),
+            ),
+        ]
         self.bucket = s3.Bucket(
             self,
             "Records",
@@ -68,18 +78,9 @@ class Storage(Construct):
                 s3.LifecycleRule(
                     id="expire-work", prefix=WORK_PREFIX, expiration=Duration.days(config.work_retention_days)
                 ),
-                s3.LifecycleRule(
-                    id="age-run-outputs",
-                    prefix=RUNS_PREFIX,
-                    transitions=[
-                        s3.Transition(
-                            storage_class=s3.StorageClass.INFREQUENT_ACCESS, transition_after=Duration.days(30)
-                        ),
-                        s3.Transition(
-                            storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL, transition_after=Duration.days(90)
-                        ),
-                    ],
-                ),
+                s3.LifecycleRule(id="age-run-outputs", prefix=RUNS_PREFIX, transitions=aging),
+                # The responses of specs with output.archive: what `sluice reextract` rebuilds a run's records from.
+                s3.LifecycleRule(id="age-archive", prefix=ARCHIVE_PREFIX, transitions=aging),
                 # Athena's results (infra/query.py): a query's answer, read once; the records stay in runs/.
                 s3.LifecycleRule(
                     id="expire-query-results",

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sluice.domain.hosts import group_id, host_key
-from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, Prior
+from sluice.domain.pages import MAX_ARCHIVE_REF, MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, ArchiveRef, Prior
 from sluice.domain.recrawl import MAX_INTERVAL_S
 from sluice.spec import MAX_SEED_URLS
 from sluice.spec.models import MAX_CARRY_BYTES
@@ -25,6 +25,7 @@ RunId = Annotated[str, Field(pattern=r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")]
 MAX_DIGEST_BYTES = MAX_DIGESTS * RECORD_DIGEST_BYTES
 """A task carries the digests of up to 2,000 records (a page with more is classified as all new)."""
 MAX_DIGESTS_B64 = 4 * ((MAX_DIGEST_BYTES + 2) // 3)
+_ARCHIVE_REF = r"^[0-9A-Za-z-]+/[0-9a-f]+/[0-9]+/[0-9]+$"
 MAX_ETAG, MAX_LM = 1024, 256
 """Longest ETag and Last-Modified a task carries (a site can send longer; those pages are fetched whole)."""
 
@@ -53,6 +54,13 @@ class PriorState(_Message):
     # Left out of a message when absent: a spec without ``recrawl`` sends the tasks it sent before, byte for byte.
     iv: Annotated[int | None, Field(ge=1, le=MAX_INTERVAL_S, exclude_if=lambda v: v is None)] = None
     """The page's recrawl interval in seconds: it is not asked again until ``ft`` + this (nearly) has passed."""
+    # Left out of a message when absent: a task of a crawl without output.archive is as it was, byte for byte.
+    a: Annotated[
+        str | None,
+        Field(max_length=MAX_ARCHIVE_REF, pattern=_ARCHIVE_REF, exclude_if=lambda v: v is None),
+    ] = None
+    """Where the response the page's records come from is archived (``RUN/FILE/OFFSET/LENGTH``): a carried page
+    keeps it, so a re-extraction reaches every page's bytes."""
 
     @classmethod
     def of(cls, prior: Prior) -> PriorState:
@@ -71,10 +79,22 @@ class PriorState(_Message):
             c=prior.carried,
             ft=prior.fetched_at,
             iv=prior.interval,
+            a=prior.archive.to_text() if prior.archive is not None else None,
         )
 
     def prior(self) -> Prior:
-        return Prior(self.etag, self.lm, self.body, self.n, base64.b64decode(self.d), self.c, self.ft, self.iv)
+        archive = ArchiveRef.from_text(self.a) if self.a is not None else None
+        return Prior(
+            etag=self.etag,
+            last_modified=self.lm,
+            body_hash=self.body,
+            records=self.n,
+            digests=base64.b64decode(self.d),
+            carried=self.c,
+            fetched_at=self.ft,
+            interval=self.iv,
+            archive=archive,
+        )
 
 
 class UrlTask(_Message):

@@ -64,6 +64,11 @@ class RunLedger(Protocol):
         """Record the verdict and release the crawl's lock (only if this run still holds it)."""
         ...
 
+    def reextracted(self, crawl: str, run_id: str, *, spec_digest: str, healthy: bool, records: int) -> bool:
+        """Record a finished run's records rebuilt with another spec (its digest, verdict, record count);
+        False if the run is not finished."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Claims:
@@ -92,6 +97,12 @@ class Frontier(Protocol):
 
     def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
         """Write each URL's result if it is not done yet; True where this call counted it."""
+        ...
+
+    def replace(self, run_id: str, results: Sequence[PageResult]) -> int:
+        """Overwrite the results of URLs already done (``sluice reextract``'s new records); how many were.
+
+        Never on the per-page path: a finished run's results change only when its records are rebuilt."""
         ...
 
     def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
@@ -159,6 +170,11 @@ class ObjectStore(Protocol):
         ...
 
     def get_range(self, key: str, start: int, length: int) -> bytes: ...
+
+    def delete(self, key: str) -> None:
+        """Remove the object if there is one (``sluice reextract``'s output files the rebuilt manifest no longer
+        lists; no function deletes anything)."""
+        ...
 
     def writer(self, key: str, content_type: str) -> ObjectWriter: ...
 

@@ -11,21 +11,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import aws_cdk as cdk
 import pytest
 import yaml
+from aws_cdk.assertions import Template
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
+from infra.app import context
 from infra.config import DEFAULT
+from infra.crawls import deployed_specs
+from infra.nag import acknowledge
+from infra.stack import SluiceStack
 from moto import mock_aws
 
 from sluice.adapters.aws.clients import client
 from sluice.domain.layout import summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
+from sluice.pipeline.reextract import reextract_run
 from sluice.pipeline.services import load_crawl
 from sluice.settings import Settings
+from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate import grants
 from sluice_tools.emulate.context import LocalContext
@@ -124,9 +133,34 @@ def _context(function: str) -> LambdaContext:
 
 @pytest.fixture
 def granted(resources: dict[str, Any], tmp_path: Path, site: RunningDemoSite) -> Iterator[GrantedStack]:
+    with _granted(resources, tmp_path, _spec(site.base_url)) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="module")
+def archiving_resources() -> dict[str, Any]:
+    """The stack with the shipped specs and one deployed spec that keeps its responses (output.archive)."""
+    app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": [], "alarm_email": "oncall@example.com"})
+    archiving = parse_spec(_spec("https://shop.example") | {"name": "archiving", "output": {"archive": True}})
+    stack = SluiceStack(app, "Sluice-dev", config=DEFAULT, specs=[*deployed_specs(), archiving])
+    acknowledge(stack)
+    found: dict[str, Any] = Template.from_stack(stack).to_json()["Resources"]
+    return found
+
+
+@pytest.fixture
+def granted_archive(
+    archiving_resources: dict[str, Any], tmp_path: Path, site: RunningDemoSite
+) -> Iterator[GrantedStack]:
+    with _granted(archiving_resources, tmp_path, _spec(site.base_url) | {"output": {"archive": True}}) as stack:
+        yield stack
+
+
+@contextmanager
+def _granted(resources: dict[str, Any], tmp_path: Path, spec: dict[str, Any]) -> Iterator[GrantedStack]:
     specs = tmp_path / "crawls"
     specs.mkdir()
-    (specs / f"{CRAWL}.yaml").write_text(yaml.safe_dump(_spec(site.base_url)), encoding="utf-8")
+    (specs / f"{CRAWL}.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
     load_crawl.cache_clear()
     with mock_aws():
         fake_credentials()
@@ -198,3 +232,30 @@ def test_a_run_seeded_from_sitemaps_and_its_nightly_need_nothing_the_roles_do_no
     assert nightly["pages"]["not_due"] == 63
     assert nightly["records"]["total"] == 60
     assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+
+
+def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract_runs_as_the_operator(
+    granted_archive: GrantedStack, archiving_resources: dict[str, Any]
+) -> None:
+    """The fetcher writes archive/ (PutObject alone, only in a stack whose specs ask for it); re-extraction
+    is the operator's CLI, with the operator's credentials."""
+    fetcher_policy = grants.function_policies(archiving_resources, granted_archive.settings.bucket)[
+        DEFAULT.name("fetcher")
+    ]
+    on_archive = [s for s in fetcher_policy["Statement"] if "/archive/*" in json.dumps(s.get("Resource"))]
+    assert [s["Action"] for s in on_archive] == ["s3:PutObject"]
+    first = granted_archive.run()
+    assert first["records"]["total"] == 60
+    nightly = granted_archive.run()  # carried pages keep the first run's archive references
+    assert nightly["pages"]["not_modified"] == 3
+    assert {name: check.refused for name, check in granted_archive.tables.items()} == {
+        n: [] for n in granted_archive.tables
+    }
+    with grants.acting_as(granted_archive.keys[ADMIN]):
+        services = bootstrap.aws_services(
+            granted_archive.settings, finalize_later=lambda _: None, continue_start=lambda _: None
+        )
+        done = reextract_run(CRAWL, nightly["run_id"], services)
+    assert done.pages == 3
+    assert done.summary["reextracted"]["from_runs"] == [first["run_id"]]
+    assert done.summary["records"]["total"] == 60

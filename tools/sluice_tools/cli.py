@@ -201,13 +201,16 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--stage", default="dev", help="the stack's stage (default dev)")
     start.set_defaults(run=_start)
 
-    demo = commands.add_parser("demo", help="three nightly runs of the demo crawl on the local store, told as a story")
+    demo = commands.add_parser(
+        "demo",
+        help="three nightly runs of the demo crawl on the local store and a repair from the archive, told as a story",
+    )
     demo.add_argument("--spec", default=str(DEMO_SPEC))
     demo.add_argument("--port", type=int, default=0, help="demo site port (default: any free one)")
     demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")
     demo.set_defaults(run=_demo)
 
-    add_commands(commands)  # query, runs, show, logs, redrive
+    add_commands(commands)  # query, runs, show, logs, redrive, reextract
     return parser
 
 

@@ -8,6 +8,9 @@
   its lines carrying ``_type`` too, file numbers running across types), ``pages.index`` (where each
   page's records are, for the next run's carried pages), ``manifest.json`` and ``summary.json``.
   Partitioned by crawl and run, so Athena/Glue can project partitions without a crawler.
+- ``archive/crawl=NAME/run=ID/FILE.warc.gz``: a spec with ``output.archive`` keeps every response the
+  run fetched as WARC, one file per batch (each record its own gzip member, so one range read gives one
+  whole record). Kept as long as the outputs, aging with them: ``sluice reextract`` reads it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import hashlib
 WORK_PREFIX = "work/"
 RUNS_PREFIX = "runs/"
 SEEDS_PREFIX = "seeds/"
+ARCHIVE_PREFIX = "archive/"
 
 
 def seeds_key(crawl: str, name: str) -> str:
@@ -49,6 +53,11 @@ def run_prefix(crawl: str, run_id: str) -> str:
 def part_key(crawl: str, run_id: str, part_id: str) -> str:
     """One batch's records (``part_id`` is unique per invocation: a retry never overwrites a part in use)."""
     return f"{work_prefix(crawl, run_id)}parts/{part_id}.jsonl"
+
+
+def archive_key(crawl: str, run_id: str, file_id: str) -> str:
+    """One batch's responses as WARC (``file_id`` unique per invocation, as a part's is)."""
+    return f"{ARCHIVE_PREFIX}crawl={crawl}/run={run_id}/{file_id}.warc.gz"
 
 
 def robots_key(crawl: str, run_id: str, robots_url: str) -> str:

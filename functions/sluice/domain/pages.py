@@ -65,6 +65,32 @@ def unpack_digests(packed: bytes) -> dict[bytes, bytes]:
 
 
 @dataclass(frozen=True, slots=True)
+class ArchiveRef:
+    """Where a page's response is in the raw archive: one WARC record, a byte range of one run's archive file.
+
+    The run is the one that fetched the response: a page carried since (a 304, not due) keeps the
+    reference of the fetch its records come from, so every counted page's bytes stay reachable."""
+
+    run_id: str
+    file: str
+    offset: int
+    length: int
+
+    def to_text(self) -> str:
+        """``RUN/FILE/OFFSET/LENGTH``: what a task and a result carry (under :data:`MAX_ARCHIVE_REF` characters)."""
+        return f"{self.run_id}/{self.file}/{self.offset}/{self.length}"
+
+    @classmethod
+    def from_text(cls, text: str) -> ArchiveRef:
+        run_id, file, offset, length = text.split("/")
+        return cls(run_id, file, int(offset), int(length))
+
+
+MAX_ARCHIVE_REF = 96
+"""Characters of an archive reference: a run id (22), a file id (32), two numbers and three slashes."""
+
+
+@dataclass(frozen=True, slots=True)
 class Prior:
     """What the catalog run (the crawl's last finished run) knew of a page; it travels in the task."""
 
@@ -80,6 +106,8 @@ class Prior:
     """When the page was last fetched successfully (a 200 or a 304), in epoch seconds; None if never."""
     interval: int | None = None
     """Its recrawl interval in seconds (a spec with ``recrawl``): asked again once this long after ``fetched_at``."""
+    archive: ArchiveRef | None = None
+    """Where the response its records come from is archived (``output.archive``): a carried page keeps it."""
 
     @property
     def carriable(self) -> bool:
@@ -162,6 +190,9 @@ class PageResult:
     interval: int | None = None
     """Seconds until the page is asked again, from ``fetched_at`` (:mod:`sluice.domain.recrawl`); None without
     ``recrawl`` in the spec."""
+    archive: ArchiveRef | None = None
+    """Where the response this page's records come from is archived: this run's fetch, or, for a carried page,
+    the fetch its records come from (``output.archive``; None when it was off)."""
 
     @property
     def records(self) -> int:
@@ -187,6 +218,7 @@ class PageResult:
             carried=self.holds_records and self.records > 0,
             fetched_at=self.fetched_at,
             interval=self.interval,
+            archive=self.archive if self.holds_records else None,
         )
 
     # -- one plain mapping for every store: short names, since DynamoDB bills attribute names too ---------
@@ -231,6 +263,8 @@ class PageResult:
             plain["ca"] = dict(self.carry)
         if self.interval is not None:
             plain["iv"] = self.interval
+        if self.archive is not None:
+            plain["a"] = self.archive.to_text()
         return plain
 
     @classmethod
@@ -264,6 +298,7 @@ class PageResult:
             via=plain.get("v"),
             carry=plain.get("ca") or None,
             interval=int(plain["iv"]) if plain.get("iv") is not None else None,
+            archive=ArchiveRef.from_text(plain["a"]) if plain.get("a") else None,
         )
 
 

@@ -31,7 +31,7 @@ from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_out
 from sluice.pipeline.services import Services
 from sluice.pipeline.sitemapseeds import load_report
 from sluice.pipeline.usage import UsageCounter
-from sluice.spec import Follow
+from sluice.spec import CrawlSpec, Follow
 
 FINALIZING_STALE_S = 20 * 60
 """A run still finalizing after this long lost its finalizer (15-minute timeout): it is finalized again."""
@@ -91,12 +91,12 @@ class _Count:
     churn: RecordChurn
 
 
-def _count(services: Services, run: RunState) -> _Count:
-    typed = services.spec(run.crawl).types is not None
+def _count(services: Services, run: RunState, spec: CrawlSpec | None = None) -> _Count:
+    typed = (spec or services.spec(run.crawl)).types is not None
     count = _Count(
         RunTally(seeds=run.seeds),
         OutputPlan(run.crawl, run.run_id, run.catalog_run, typed=typed),
-        UsageCounter(),
+        UsageCounter(run_id=run.run_id),
         RecordChurn(),
     )
     for entry in services.frontier.scan(run.run_id):
@@ -116,10 +116,41 @@ def _gone(services: Services, run: RunState, churn: RecordChurn) -> tuple[int, i
     return churn.counts()
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A run's output written and judged: its summary (not yet stored), verdict and output."""
+
+    summary: dict[str, Any]
+    verdict: Verdict
+    output: OutputSummary
+    finished: bool
+
+
+def rebuild_output(services: Services, run: RunState, spec: CrawlSpec, *, stopped: str | None = None) -> Judged:
+    """Count a run from its URLs' results and write its output and verdict again, as finalizing does.
+
+    ``sluice reextract`` calls it once the run's results hold the re-extracted records: every output key is
+    rewritten whole, from the results, exactly as the finalizer writes it."""
+    return _judge(services, run, _count(services, run, spec), spec, stopped)
+
+
 def _finish(services: Services, run: RunState, count: _Count, stopped: str | None = None) -> Finalized:
+    crawl, run_id = run.crawl, run.run_id
+    judged = _judge(services, run, count, services.spec(crawl), stopped)
+    summary, verdict, output, tally = judged.summary, judged.verdict, judged.output, count.tally
+    key = summary_key(crawl, run_id)
+    services.objects.put(key, summary_json(summary), "application/json")
+    emit_metrics(run, tally, output, verdict, estimated_usd=summary["cost"]["estimated_usd"])
+    services.ledger.finish(
+        crawl, run_id, healthy=verdict.healthy, complete=judged.finished, records=output.records, summary_key=key
+    )
+    logger.info("run finalized", extra={"crawl": crawl, "run_id": run_id, "healthy": verdict.healthy})
+    return Finalized(crawl, run_id, summary, key)
+
+
+def _judge(services: Services, run: RunState, count: _Count, spec: CrawlSpec, stopped: str | None) -> Judged:
     crawl, run_id, tally = run.crawl, run.run_id, count.tally
     started = time.monotonic()
-    spec = services.spec(crawl)
     tuning = services.tuning
     finished = tally.drained and stopped is None  # a run stopped early is unfinished, however little it had
     output = write_output(services.objects, count.plan, Reading(tuning.output_span_bytes, tuning.output_readers))
@@ -160,14 +191,7 @@ def _finish(services: Services, run: RunState, count: _Count, stopped: str | Non
     )
     summary["finalize_s"] = round(finalize_s, 3)
     summary["cost"] = cost_section(variable, fixed, tally.enqueued)
-    key = summary_key(crawl, run_id)
-    services.objects.put(key, _json(summary), "application/json")
-    emit_metrics(run, tally, output, verdict, estimated_usd=summary["cost"]["estimated_usd"])
-    services.ledger.finish(
-        crawl, run_id, healthy=verdict.healthy, complete=finished, records=output.records, summary_key=key
-    )
-    logger.info("run finalized", extra={"crawl": crawl, "run_id": run_id, "healthy": verdict.healthy})
-    return Finalized(crawl, run_id, summary, key)
+    return Judged(summary, verdict, output, finished)
 
 
 def sweep(services: Services) -> list[Finalized]:
@@ -334,7 +358,7 @@ def cost_section(variable: RunUsage, fixed: RunUsage, pages: int) -> dict[str, A
     }
 
 
-def _json(summary: dict[str, Any]) -> bytes:
+def summary_json(summary: dict[str, Any]) -> bytes:
     return json.dumps(summary, indent=2, sort_keys=True).encode()
 
 

@@ -61,6 +61,9 @@ class UsageCounter:
     result_units: int = 0
     fetch_ms: int = 0
     parts: set[str] = field(default_factory=set)
+    run_id: str = ""
+    archives: set[str] = field(default_factory=set)
+    """This run's archive files (``output.archive``): one PUT each, as a part is."""
 
     def add(self, entry: UrlEntry) -> None:
         self.entries += 1
@@ -77,6 +80,8 @@ class UsageCounter:
         self.problems += result.outcome in ("failed", "skipped")
         if result.block is not None:
             self.parts.add(result.block.part)
+        if result.archive is not None and result.archive.run_id == self.run_id:
+            self.archives.add(result.archive.file)
 
     def usage(
         self, tuning: Tuning, output: OutputSummary, *, seeds: int, concurrency: int, catalog: bool, finalize_s: float
@@ -98,7 +103,7 @@ class UsageCounter:
         variable = RunUsage(
             write_units=self.result_units + self.links + batches,
             read_units=reads,
-            s3_puts=len(self.parts) + output_puts,
+            s3_puts=len(self.parts) + len(self.archives) + output_puts,
             s3_gets=len(self.parts) + spans + (min(batches, 20) if self.links else 0),
             sqs_requests=3 * math.ceil(messages / 10),
             lambda_gb_s=fetcher_s * tuning.fetcher_memory_mb / 1024,

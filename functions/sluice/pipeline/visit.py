@@ -5,6 +5,8 @@ one part object with every fetched page's records, one claim per new link and on
 them, one conditional write per URL that counts it (its :class:`PageResult`), one progress
 report. Every step is safe to repeat and the order makes a crash at any line harmless:
 
+0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.archive`) are
+   written before the part and any result (a crash leaves an unreferenced file);
 1. the part is written before any result points at it (a crash leaves an unreferenced part);
 2. links are claimed and sent before the page that found them is counted (a redelivered page
    sends again the links it claimed and that still wait);
@@ -24,6 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from sluice.domain.hosts import HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
@@ -68,6 +71,9 @@ from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
 from sluice.ports import Claims, SecretSource
 from sluice.spec import CrawlSpec
+
+if TYPE_CHECKING:
+    from sluice.pipeline.archive import BatchArchive
 
 IN_PROCESS_WAIT_CAP_S = 5.0
 """Longest backoff a fetcher sleeps through; longer waits go back to the queue as visibility."""
@@ -328,6 +334,7 @@ class _RunBatch:
         hosts = await self._adopt_hosts(fetcher, todo) if isinstance(fetcher, PageFetcher) else []
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
+        archive = _archive(self.crawl, self.run_id) if spec.output.archive else None
 
         async def one(task: UrlTask, queued: QueuedMessage) -> _Visit | _Retry:
             async with limit:
@@ -347,7 +354,7 @@ class _RunBatch:
                     return _Visit(task, _failed(task, failure, task.prior.prior() if task.prior else None))
                 try:
                     visit = await asyncio.wait_for(
-                        _visit_url(spec, fetcher, task, last_try=last_try, clock=services.clock),
+                        _visit_url(spec, fetcher, task, last_try=last_try, clock=services.clock, archive=archive),
                         None if math.isinf(budget) else budget,
                     )
                 except TimeoutError:
@@ -360,6 +367,11 @@ class _RunBatch:
                         via=task.via,
                         carry=task.carry,
                     )
+                if archive is not None and archive.full:  # a batch of large bodies writes more than one file
+                    try:
+                        await asyncio.to_thread(archive.flush, services.objects)
+                    except Exception as exc:  # remembered: the batch's own flush raises it before anything counts
+                        logger.warning("archive file not written", extra={**self.log, "error": repr(exc)})
                 return visit
 
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
@@ -368,7 +380,7 @@ class _RunBatch:
             outcomes = await asyncio.gather(*(one(t, q) for _, q, t in todo), return_exceptions=True)
         visits = [o for o in outcomes if isinstance(o, _Visit)]
         with traced("write batch", pages=len(visits)):
-            counted = await asyncio.to_thread(self._write, run, spec, visits)
+            counted = await asyncio.to_thread(self._write, run, spec, visits, archive)
         if isinstance(fetcher, PageFetcher):
             await self._hand_on_hosts(fetcher, hosts)
         failed_by: dict[str, tuple[float, list[str]]] = {}
@@ -409,6 +421,15 @@ class _RunBatch:
                 "records": counted.records,
                 "links_claimed": counted.claimed,
                 "retries": sum(isinstance(o, _Retry) for o in outcomes),
+                **(
+                    {
+                        "archive_files": archive.files,
+                        "archive_bytes": archive.written,
+                        "archive_ms": round(archive.seconds * 1000, 1),
+                    }
+                    if archive is not None
+                    else {}
+                ),
             },
         )
         return results
@@ -453,9 +474,11 @@ class _RunBatch:
             if tripped and (was is None or was.counts(self.run_id).tripped is None):
                 logger.warning("host blocked for the run", extra={**self.log, "host": state.host, "reason": tripped})
 
-    def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit]) -> Progress:
+    def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit], archive: BatchArchive | None) -> Progress:
         """The batch's writes, in the order that makes a crash anywhere harmless (see the module doc)."""
         services = self.services
+        if archive is not None:
+            archive.flush(services.objects)  # before the part and every result that refers to it
         part = _Part(part_key(self.crawl, self.run_id, uuid.uuid4().hex))
         results = [part.add(v) for v in visits]
         if part.body:
@@ -501,6 +524,13 @@ class _RunBatch:
             services.finalize_later({"crawl": self.crawl, "run_id": self.run_id})
 
 
+def _archive(crawl: str, run_id: str) -> BatchArchive:
+    # warcio (~40 ms to import) only for specs that keep their responses: the others' cold starts stay as they were.
+    from sluice.pipeline.archive import BatchArchive
+
+    return BatchArchive(crawl, run_id)
+
+
 def _done(entry: UrlEntry | None) -> bool:
     return entry is not None and entry.done
 
@@ -513,13 +543,17 @@ class _Part:
         self.body = bytearray()
 
     def add(self, visit: _Visit) -> PageResult:
-        if not visit.records:
-            return visit.result
+        return self.add_records(visit.result, visit.records)
+
+    def add_records(self, result: PageResult, records: list[Record]) -> PageResult:
+        """The page's records as one block of the part; its result pointing at the block (unchanged if none)."""
+        if not records:
+            return result
         start = len(self.body)
-        for record in visit.records:
+        for record in records:
             self.body += record_line(record).encode()
         block = PartBlock(self.key.rsplit("/", 1)[-1].removesuffix(".jsonl"), start, len(self.body) - start)
-        return replace(visit.result, block=block)
+        return replace(result, block=block)
 
 
 def _with_limits(
@@ -549,7 +583,13 @@ def _skipped(task: UrlTask, reason: str) -> PageResult:
 
 
 async def _visit_url(
-    spec: CrawlSpec, fetcher: PageFetcher, task: UrlTask, *, last_try: bool, clock: Callable[[], float] = time.time
+    spec: CrawlSpec,
+    fetcher: PageFetcher,
+    task: UrlTask,
+    *,
+    last_try: bool,
+    clock: Callable[[], float] = time.time,
+    archive: BatchArchive | None = None,
 ) -> _Visit | _Retry:
     prior = task.prior.prior() if task.prior is not None else None
     if prior is not None and prior.not_due(task.lastmod):
@@ -579,6 +619,12 @@ async def _visit_url(
             visit = _Visit(task, _carried(task, prior or Prior(), kept_validators, None, now=now))
         case Fetched():
             visit = _fetched(spec, task, prior, outcome, now)
+            if archive is not None:
+                # Compressed here, as the page is extracted here: on the loop it measured faster than in a
+                # thread (bench/archive.py), and only the compressed record stays.
+                ref = archive.add(task, outcome)
+                if visit.result.holds_records:
+                    visit.result = replace(visit.result, archive=ref)
     if schedule is not None and visit.result.outcome in ("fetched", "not_modified"):
         kept = prior.interval if prior is not None else None
         interval = schedule.next_interval(kept, changed=_changed(visit.result, prior))
@@ -646,6 +692,7 @@ def _carried(
         fetched_at=now if due else prior.fetched_at,
         reason=None if due else why,
         interval=None if due else prior.interval,
+        archive=prior.archive,  # no new response: the one its records come from (a fetch above replaces it)
     )
 
 
@@ -725,3 +772,24 @@ def _classify(records: list[Record], prior: Prior | None) -> tuple[RecordCounts,
             changed += 1
             upserts.append(record)
     return RecordCounts(new, changed, len(records) - new - changed), upserts
+
+
+def extract_again(
+    spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched
+) -> tuple[PageResult, list[Record], list[Record]]:
+    """A page's result, records and new or changed records from a response already had (``sluice reextract``),
+    as a fetch makes them. Never carried (the records are extracted whatever the body's hash), and its links
+    are not followed."""
+    # Its fetch time is the run's (the caller keeps the result's own): a re-extraction fetches nothing.
+    visit = _fetched(
+        spec, task, replace(prior, carried=False) if prior is not None else None, outcome, int(time.time())
+    )
+    return visit.result, visit.records, visit.upserts
+
+
+def records_part(key: str) -> RecordsPart:
+    """An empty part at ``key``: pages' records added as blocks (what a batch writes, and a re-extraction)."""
+    return _Part(key)
+
+
+RecordsPart = _Part

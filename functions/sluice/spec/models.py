@@ -452,6 +452,9 @@ class Output(_Strict):
 
     records_table: bool = False
     """Also keep each record key's current record in the records table (one write per new or changed record)."""
+    archive: bool = False
+    """Also keep every fetched response as WARC (one gzipped file per batch), so ``sluice reextract`` can rebuild
+    a run's records with a changed spec without asking the site again."""
 
 
 class Recrawl(_Strict):
@@ -623,8 +626,11 @@ class CrawlSpec(_Strict):
         # So is an absent ``types`` (one-type specs keep their digest) and the absent extract of a typed spec.
         # ``recrawl`` never is: it says when pages are asked, not what their records are, so turning it on or
         # changing its numbers keeps the catalog's records carried and its pages' intervals.
-        left_out = {"request", "recrawl"} if not self.request.configured else {"recrawl"}
-        left_out |= {"types"} if self.types is None else {"extract"}
-        content = self.model_dump(mode="json", exclude=left_out or None)
+        left_out: dict[str, Any] = {"request": True} if not self.request.configured else {}
+        left_out["recrawl"] = True
+        left_out |= {"types": True} if self.types is None else {"extract": True}
+        # So is output.archive: keeping the responses changes no record, so switching it on fetches nothing anew.
+        left_out["output"] = {"archive": True}
+        content = self.model_dump(mode="json", exclude=left_out)
         canonical = json.dumps(content, sort_keys=True, default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

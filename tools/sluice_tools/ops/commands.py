@@ -1,4 +1,5 @@
-"""The operating commands' arguments and what each prints: `sluice query`, `runs`, `show`, `logs`, `redrive`.
+"""The operating commands' arguments and what each prints: `sluice query`, `runs`, `show`, `logs`, `redrive`,
+`reextract`.
 
 Each reads the local state folder (``--state``, as `sluice run` has it) or, with ``--stage``, the
 deployed stack your AWS settings point at. Exit status 2: refused, or nothing by that name.
@@ -126,6 +127,29 @@ def redrive(args: argparse.Namespace) -> int:
     return 0
 
 
+def reextract(args: argparse.Namespace) -> int:
+    from sluice.pipeline.reextract import ReextractRefused
+    from sluice.spec import SpecError
+    from sluice_tools.ops.history import NoSuchRun
+    from sluice_tools.ops.reextract import reextract_local, reextract_stage, report
+    from sluice_tools.ops.stage import Stage, StageUnreachable
+    from sluice_tools.runner.session import StateInUse
+
+    spec = Path(args.spec) if args.spec else None
+    try:
+        done = (
+            reextract_stage(Stage.named(args.stage), args.run_id, spec, Path(args.specs))
+            if args.stage is not None
+            else reextract_local(Path(args.state), args.run_id, spec, Path(args.specs))
+        )
+    except (ReextractRefused, StateInUse) as exc:
+        return _fail("reextract", f"refused: {exc}")
+    except (NoSuchRun, StageUnreachable, SpecError) as exc:
+        return _fail("reextract", exc)
+    print(json.dumps(done.summary, indent=2) if args.json else report(done))
+    return 0 if done.summary["verdict"]["healthy"] else 1
+
+
 def _where(parser: argparse.ArgumentParser, *, specs: bool = True) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--state", default=STATE, help=f"the local state folder `sluice run` keeps (default {STATE})")
@@ -184,3 +208,12 @@ def add_commands(commands: Any) -> None:
     )
     d.add_argument("--json", action="store_true", help="what was found and done, as one JSON object")
     d.set_defaults(run=redrive)
+
+    x = commands.add_parser(
+        "reextract", help="rebuild a finished run's records from its raw archive with a changed spec (no request)"
+    )
+    x.add_argument("run_id", metavar="RUN")
+    x.add_argument("--spec", metavar="SPEC", help="the spec to extract with (default: the crawl's in --specs)")
+    _where(x)
+    x.add_argument("--json", action="store_true", help="the run's new summary as JSON")
+    x.set_defaults(run=reextract)

@@ -1,10 +1,13 @@
-"""`make demo`: three nightly runs of the demo crawl against the demo site, told as a story.
+"""`make demo`: three nightly runs of the demo crawl against the demo site and a repair, told as a story.
 
 1. The first run collects every record.
 2. Overnight 1% of the books change price: the second run finds most pages not modified
    (304) and most records unchanged, and picks up the changed ones.
 3. The site is redesigned and the price selector breaks: the third run ends UNHEALTHY
    with a record-count drop alert, although nothing crashed.
+4. The selector is fixed in the spec, and night 3 is re-extracted from its raw archive
+   (the demo spec has ``output.archive``): every record back, the verdict healthy, and the
+   demo site's request counter shows that not one request reached it.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sluice.pipeline.reextract import Reextracted
 from sluice.spec import load_spec
 from sluice_tools.demosite import running_demo_site
+from sluice_tools.ops.reextract import reextract_local, report
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.session import LocalRun
 from sluice_tools.runner.summary import as_text, progress_bar
 
 DEMO_PORT = 8710
+BROKEN_SELECTOR, FIXED_SELECTOR = "p.price_color::text", "p.price-colour::text"
+"""The price selector the demo spec ships with, and the one the redesigned site (night 3) needs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +46,11 @@ NIGHTS = (
 
 
 def run_demo(spec_path: Path, state_dir: Path, *, port: int = 0, say: Callable[[str], None] = print) -> int:
-    """Run the three nights; 0 if each ended as the story says it should (the third one unhealthy)."""
+    """Run the three nights and the repair; 0 if each ended as the story says it should (the third one
+    unhealthy, then healthy again from the archive with no request to the site)."""
     shutil.rmtree(state_dir, ignore_errors=True)
     runs: list[LocalRun] = []
+    repair: tuple[Reextracted, int] | None = None
     with running_demo_site(port=port, changed_fraction=0.01) as site:
         spec_path = _point_at(spec_path, site.port, state_dir / "crawls")
         spec = load_spec(spec_path)
@@ -57,13 +66,29 @@ def run_demo(spec_path: Path, state_dir: Path, *, port: int = 0, say: Callable[[
                 run = runner.run(spec, progress=show)
             runs.append(run)
             say(as_text(run) + "\n")
+        say("== night 4: the price selector is fixed in the spec, and night 3 is re-extracted from its archive")
+        _fix_selector(spec_path)
+        before = site.stats.total
+        done = reextract_local(state_dir, runs[-1].run_id, spec_path, spec_path.parent)
+        repair = (done, site.stats.total - before)
+        say(report(done) + f"\n  requests to the demo site during the re-extraction: {repair[1]}\n")
     as_told = [r.summary["verdict"]["healthy"] == n.expect_healthy for r, n in zip(runs, NIGHTS, strict=True)]
-    say(_story(runs))
-    if all(as_told):
+    say(_story(runs, repair))
+    repaired = repair is not None and repair[0].summary["verdict"]["healthy"] and repair[1] == 0
+    if all(as_told) and repaired:
         say("Night 3 raised no exception and logged no fetch error: only the run's verdict caught it.")
+        say("Night 4 sent the site nothing: the archive held every page night 3 fetched.")
         return 0
     say("The demo did not go as told: see the summaries above.")
     return 1
+
+
+def _fix_selector(spec_path: Path) -> None:
+    """The demo spec's copy with the price selector the redesigned site needs: what an operator would edit."""
+    text = spec_path.read_text(encoding="utf-8")
+    if BROKEN_SELECTOR not in text:
+        raise ValueError(f"{spec_path}: no {BROKEN_SELECTOR!r} to fix")
+    spec_path.write_text(text.replace(BROKEN_SELECTOR, FIXED_SELECTOR), encoding="utf-8")
 
 
 def _point_at(spec_path: Path, port: int, folder: Path) -> Path:
@@ -74,15 +99,24 @@ def _point_at(spec_path: Path, port: int, folder: Path) -> Path:
     return target
 
 
-def _story(runs: list[LocalRun]) -> str:
+def _story(runs: list[LocalRun], repair: tuple[Reextracted, int] | None = None) -> str:
     header = f"{'night':<6}{'fetched':>9}{'304':>6}{'records':>9}{'new':>6}{'changed':>9}{'unchanged':>11}  verdict"
     lines = ["summary", header]
-    for i, run in enumerate(runs, 1):
-        p, r, v = run.summary["pages"], run.summary["records"], run.summary["verdict"]
+    summaries = [(str(i), run.summary) for i, run in enumerate(runs, 1)]
+    if repair is not None:
+        summaries.append(("3*", repair[0].summary))
+    for night, summary in summaries:
+        p, r, v = summary["pages"], summary["records"], summary["verdict"]
         alerts = ", ".join(a["check"] for a in v["alerts"])
         verdict = "healthy" if v["healthy"] else f"UNHEALTHY ({alerts})"
         lines.append(
-            f"{i:<6}{p['fetched']:>9}{p['not_modified']:>6}{r['total']:>9}{r['new']:>6}{r['changed']:>9}"
+            f"{night:<6}{p['fetched']:>9}{p['not_modified']:>6}{r['total']:>9}{r['new']:>6}{r['changed']:>9}"
             f"{r['unchanged']:>11}  {verdict}"
+        )
+    if repair is not None:
+        done, requests = repair
+        lines.append(
+            f"3*: night 3 re-extracted from its archive on night 4 with the fixed selector: {done.pages} pages, "
+            f"{requests} requests to the site"
         )
     return "\n".join(lines) + "\n"

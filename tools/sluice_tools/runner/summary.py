@@ -152,6 +152,13 @@ def as_text(run: LocalRun) -> str:
             f"  keys     {r['fallback_keys']} record(s) without their key fields, keyed by url or position"
             " (docs/spec.md: the record key)"
         )
+    if "reextracted" in s:
+        x = s["reextracted"]
+        missing = f", {x['missing_archive']} without an archived response kept theirs" if x["missing_archive"] else ""
+        lines.append(
+            f"  rebuilt  {x['pages']} page(s) re-extracted from the archive at {x['at']} with spec "
+            f"{x['spec_digest']}{missing} (no request, no link followed)"
+        )
     previous = s.get("previous_run")
     if previous:
         lines.append(f"  previous run {previous['run_id']}: {previous['records']} records")

@@ -78,6 +78,15 @@ class DynamoFrontier:
 
         return list(self._pool.map(write, results))
 
+    def replace(self, run_id: str, results: Sequence[PageResult]) -> int:
+        expires = int(time.time()) + self._ttl_s
+
+        def write(result: PageResult) -> bool:
+            item = {**keys.url(run_id, url_hash(result.url)), **result.to_plain(), "s": DONE, "t": expires}
+            return self._put_if(item, "#s = :d", {":d": DONE}, names={"#s": "s"})
+
+        return sum(self._pool.map(write, results))
+
     def _put_if(
         self, item: dict[str, Any], condition: str, values: dict[str, Any], names: dict[str, str] | None = None
     ) -> bool:

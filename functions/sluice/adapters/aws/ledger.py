@@ -197,6 +197,24 @@ class DynamoRunLedger:
             if _code(exc) != "ConditionalCheckFailedException":
                 raise
 
+    def reextracted(self, crawl: str, run_id: str, *, spec_digest: str, healthy: bool, records: int) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key=to_item(keys.run(crawl, run_id)),
+                UpdateExpression="SET spec_digest = :d, healthy = :h, records = :n",
+                ConditionExpression="#s = :done",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=to_item(
+                    {":d": spec_digest, ":h": healthy, ":n": records, ":done": "finished"}
+                ),
+            )
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
     def _update(
         self, crawl: str, run_id: str, expression: str, values: Mapping[str, Any], *, returns: bool = False
     ) -> dict[str, Any] | None:

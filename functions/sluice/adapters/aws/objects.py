@@ -41,6 +41,9 @@ class S3Objects:
             raise
         return True
 
+    def delete(self, key: str) -> None:
+        self._s3.delete_object(Bucket=self.bucket, Key=key)
+
     def get(self, key: str) -> bytes | None:
         try:
             body: bytes = self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()

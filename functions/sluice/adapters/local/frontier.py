@@ -104,6 +104,18 @@ class SqliteFrontier:
             )
         return counted
 
+    def replace(self, run_id: str, results: Sequence[PageResult]) -> int:
+        replaced = 0
+        with self._db.transaction() as db:
+            for result in results:
+                row = db.execute(
+                    "UPDATE urls SET outcome = ?, records = ?, result = ? "
+                    "WHERE run_id = ? AND url_hash = ? AND done = 1 RETURNING url_hash",
+                    (result.outcome, result.records, _dump(result), run_id, url_hash(result.url)),
+                ).fetchone()
+                replaced += row is not None
+        return replaced
+
     def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
         last = ""
         while True:

@@ -138,6 +138,10 @@ class SqliteRunLedger:
             )
             db.execute("DELETE FROM locks WHERE crawl = ? AND run_id = ?", (crawl, run_id))
 
+    def reextracted(self, crawl: str, run_id: str, *, spec_digest: str, healthy: bool, records: int) -> bool:
+        changes = {"spec_digest": spec_digest, "healthy": healthy, "records": records}
+        return self._change(crawl, run_id, when="finished", **changes) is not None
+
     def _change(self, crawl: str, run_id: str, *, when: str | None = None, **changes: Any) -> RunState | None:
         with self._db.transaction() as db:
             return self._change_in(db, crawl, run_id, when, changes)

@@ -29,6 +29,9 @@ class FileObjects:
         writer.write(body)
         writer.close()
 
+    def delete(self, key: str) -> None:
+        self.path(key).unlink(missing_ok=True)
+
     def put_new(self, key: str, body: bytes, content_type: str) -> bool:
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)

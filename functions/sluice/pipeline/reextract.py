@@ -1,0 +1,302 @@
+"""Re-extract a finished run from its raw archive: the run's records rebuilt with another spec, no request sent.
+
+When night N's selector broke, the pages were fetched all the same and, with ``output.archive``,
+kept as WARC. ``sluice reextract RUN`` reads back every counted page's response (one range read
+of its :class:`~sluice.domain.pages.ArchiveRef`: this run's archive for a page it fetched, an
+earlier run's for a page it carried), extracts it with the spec given (default: the crawl's
+current one), and rebuilds the run as finalizing built it (:func:`~sluice.pipeline.finalize.rebuild_output`):
+records files, page index, manifest and a summary with a fresh verdict, and a ``reextracted``
+section saying what was done. No link is followed again: a page that only the fixed spec would
+have reached is not in the run, and the summary says so.
+
+Nothing collected is lost: a page whose response is not in the archive (the switch was off when it
+was fetched, or the file is gone) keeps the records it had, and is counted and named. The order
+makes an interruption harmless, and the whole is idempotent: new parts (their keys named after the
+spec's digest, so a second run writes the same keys with the same bytes) before the results that
+point at them, then the output (and the removal of output files the new manifest no longer lists),
+then the run's spec digest and verdict. Run it again after an
+interruption; the next nightly run then carries the repaired records as it carries any run's.
+
+Refused, with the reason: a run that is not finished, a spec of another crawl, a crawl with a run in
+flight (its catalog must not change under it), a run with no archived response at all, or a run
+whose records need parts the work prefix no longer holds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sluice.domain.layout import manifest_key, part_key, summary_key
+from sluice.domain.pages import PageResult, Prior, UrlEntry, url_hash
+from sluice.extraction.extract import Record
+from sluice.fetch.outcomes import Fetched, Validators
+from sluice.messages import UrlTask
+from sluice.observability import logger
+from sluice.pipeline.archive import ArchivedResponse, ArchiveUnreadable, read_response
+from sluice.pipeline.finalize import rebuild_output, summary_json
+from sluice.pipeline.services import Services
+from sluice.pipeline.visit import extract_again, records_part
+from sluice.spec import CrawlSpec
+
+CHUNK_PAGES = 500
+"""Pages read and extracted at a time: their records are one part, their results one write call."""
+READERS = 8
+"""Archive range reads in flight."""
+NAMED = 20
+"""Pages without an archived response the summary names (all are counted)."""
+
+
+class ReextractRefused(ValueError):
+    """The run cannot be re-extracted as asked; the text says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reextracted:
+    crawl: str
+    run_id: str
+    summary: dict[str, Any]
+    summary_key: str
+    pages: int
+    """Pages whose records were extracted again from the archive."""
+    missing_archive: int
+    """Pages holding records whose response the archive does not have: their records stay as they were."""
+    seconds: float
+
+
+@dataclass
+class _Tally:
+    pages: int = 0
+    records: int = 0
+    missing: int = 0
+    refused: int = 0
+    """Pages extraction refused this time (too complex to parse): they keep the records they had."""
+    parts: int = 0
+    from_runs: set[str] = field(default_factory=set)
+    named: list[dict[str, str]] = field(default_factory=list)
+    sizes: dict[str, int | None] = field(default_factory=dict)
+    """Each archive file's size, asked once (a file holds a batch's pages; readers share it)."""
+
+    def miss(self, url: str, why: str) -> None:
+        self.missing += 1
+        if len(self.named) < NAMED:
+            self.named.append({"url": url, "reason": why})
+
+
+def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec | None = None) -> Reextracted:
+    """Rebuild a finished run's records from its archive with ``spec`` (default: the crawl's current spec)."""
+    started = time.monotonic()
+    run = services.ledger.get_run(crawl, run_id)
+    if run is None:
+        raise ReextractRefused(f"crawl {crawl!r} has no run {run_id}")
+    if run.status != "finished":
+        raise ReextractRefused(f"run {run_id} is {run.status}, not finished: re-extract it once it has finished")
+    spec = spec if spec is not None else services.spec(crawl)
+    if spec.name != crawl:
+        raise ReextractRefused(f"the spec is crawl {spec.name!r}'s, and run {run_id} is crawl {crawl!r}'s")
+    lock = services.ledger.active_run(crawl)
+    if lock is not None:
+        raise ReextractRefused(
+            f"crawl {crawl!r} has run {lock.run_id} in flight (since {lock.started_at}): re-extract once it has "
+            "finished, so that its catalog does not change under it"
+        )
+    _check_sources(services, crawl, run_id)
+    tally = _Tally()
+    for entries in _chunks(services.frontier.scan(run_id)):
+        _reextract_chunk(services, spec, crawl, run_id, entries, run.catalog_run, tally)
+    old_summary = _summary(services, crawl, run_id)
+    stopped = old_summary.get("stopped") if old_summary else None
+    old_files = _listed_files(services, crawl, run_id)
+    rebuilt = rebuild_output(services, replace(run, spec_digest=spec.digest()), spec, stopped=stopped)
+    # Output files the old manifest listed and the new one does not (the run has fewer, or other types'):
+    # left there, a query of the folder would read their records twice.
+    for stale in sorted(old_files - {str(f["key"]) for f in rebuilt.output.files}):
+        services.objects.delete(stale)
+    summary = rebuilt.summary
+    if old_summary is not None:
+        # The run's cost and start are what they were: only its records were rebuilt.
+        for kept in ("cost", "finalize_s", "sitemaps", "started_at"):
+            if kept in old_summary:
+                summary[kept] = old_summary[kept]
+    seconds = time.monotonic() - started
+    summary["reextracted"] = {
+        "at": summary.pop("finalized_at"),
+        "spec_digest": spec.digest(),
+        "previous_spec_digest": run.spec_digest,
+        "pages": tally.pages,
+        "records": tally.records,
+        "from_runs": sorted(tally.from_runs),
+        "missing_archive": tally.missing,
+        "missing_named": tally.named,
+        "refused": tally.refused,
+        "links_followed": False,
+        "seconds": round(seconds, 3),
+    }
+    summary["finalized_at"] = old_summary.get("finalized_at") if old_summary else summary["reextracted"]["at"]
+    key = summary_key(crawl, run_id)
+    services.objects.put(key, summary_json(summary), "application/json")
+    verdict, output = rebuilt.verdict, rebuilt.output
+    services.ledger.reextracted(
+        crawl, run_id, spec_digest=spec.digest(), healthy=verdict.healthy, records=output.records
+    )
+    logger.info(
+        "run re-extracted",
+        extra={
+            "crawl": crawl,
+            "run_id": run_id,
+            "pages": tally.pages,
+            "missing_archive": tally.missing,
+            "records": output.records,
+            "healthy": verdict.healthy,
+        },
+    )
+    return Reextracted(crawl, run_id, summary, key, tally.pages, tally.missing, seconds)
+
+
+def _summary(services: Services, crawl: str, run_id: str) -> dict[str, Any] | None:
+    raw = services.objects.get(summary_key(crawl, run_id))
+    found: dict[str, Any] | None = json.loads(raw) if raw is not None else None
+    return found
+
+
+def _listed_files(services: Services, crawl: str, run_id: str) -> set[str]:
+    raw = services.objects.get(manifest_key(crawl, run_id))
+    return {str(f["key"]) for f in json.loads(raw).get("files", [])} if raw is not None else set()
+
+
+def _check_sources(services: Services, crawl: str, run_id: str) -> None:
+    """Refuse before writing anything: a run with nothing archived, or one whose kept records are in parts gone."""
+    archived = 0
+    parts: set[str] = set()
+    for entry in services.frontier.scan(run_id, consistent=False):
+        result = entry.result
+        if result is None or not result.holds_records:
+            continue
+        if result.archive is not None:
+            archived += 1
+        elif result.block is not None:
+            parts.add(result.block.part)
+    if not archived:
+        raise ReextractRefused(
+            f"run {run_id} has no archived response (output.archive was off for it): "
+            "switch output.archive on, and the next run keeps what it fetches"
+        )
+    gone = [p for p in sorted(parts) if services.objects.size(part_key(crawl, run_id, p)) is None]
+    if gone:
+        raise ReextractRefused(
+            f"{len(gone)} part(s) of run {run_id} are gone from its work prefix (e.g. {gone[0]}): the records of "
+            "its pages without an archived response could not be kept, so the run is left as it is"
+        )
+
+
+def _chunks(entries: Iterator[UrlEntry]) -> Iterator[list[UrlEntry]]:
+    chunk: list[UrlEntry] = []
+    for entry in entries:
+        chunk.append(entry)
+        if len(chunk) >= CHUNK_PAGES:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _reextract_chunk(
+    services: Services,
+    spec: CrawlSpec,
+    crawl: str,
+    run_id: str,
+    entries: list[UrlEntry],
+    catalog_run: str | None,
+    tally: _Tally,
+) -> None:
+    """One chunk of the run's pages: read their responses, extract, write one part, then their results."""
+    pages = [e.result for e in entries if e.result is not None and e.result.holds_records]
+    archived = [r for r in pages if r.archive is not None]
+    for result in pages:
+        if result.archive is None:
+            tally.miss(result.url, "no archived response (output.archive was off when it was fetched)")
+    before = _catalog_digests(services, catalog_run, [url_hash(r.url) for r in archived])
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        responses = list(pool.map(lambda r: _read(services, crawl, r, tally.sizes), archived))
+    part = records_part(part_key(crawl, run_id, f"reextract-{spec.digest()}-{entries[0].url_hash[:16]}"))
+    replaced: list[PageResult] = []
+    upserts: dict[str, Record] = {}
+    for result, response in zip(archived, responses, strict=True):
+        if isinstance(response, str):
+            tally.miss(result.url, response)
+            continue
+        new = _extract(spec, result, response, before.get(result.url))
+        if new is None:
+            tally.refused += 1
+            continue
+        result_new, records, changed = new
+        upserts |= {record.key: record for record in changed}
+        if result.archive is not None:
+            tally.from_runs.add(result.archive.run_id)
+        tally.pages += 1
+        tally.records += len(records)
+        replaced.append(part.add_records(result_new, records))
+    if part.body:
+        services.objects.put(part.key, bytes(part.body), "application/x-ndjson")  # before any result points at it
+        tally.parts += 1
+    if services.records is not None and spec.output.records_table and upserts:
+        services.records.upsert(crawl, run_id, list(upserts.values()))  # as the fetcher does, each key once
+    if replaced:
+        services.frontier.replace(run_id, replaced)
+
+
+def _read(services: Services, crawl: str, result: PageResult, sizes: dict[str, int | None]) -> ArchivedResponse | str:
+    assert result.archive is not None  # noqa: S101 - only archived pages are read
+    try:
+        return read_response(services.objects, crawl, result.archive, sizes)
+    except ArchiveUnreadable as exc:
+        return str(exc)
+
+
+def _catalog_digests(services: Services, catalog_run: str | None, hashes: list[str]) -> dict[str, bytes]:
+    """The catalog run's record digests of these pages, by URL: what new, changed and unchanged are counted against."""
+    if catalog_run is None or not hashes:
+        return {}
+    found = services.frontier.entries(catalog_run, hashes)
+    return {e.url: e.result.digests for e in found.values() if e.result is not None}
+
+
+def _extract(
+    spec: CrawlSpec, result: PageResult, response: ArchivedResponse, digests: bytes | None
+) -> tuple[PageResult, list[Record], list[Record]] | None:
+    """The page's result with its records extracted again; None if extraction refused the page (it keeps its own)."""
+    task = UrlTask(url=result.url, depth=result.depth, origin=result.origin, via=response.via, carry=response.carry)
+    outcome = Fetched(
+        url=result.url,
+        final_url=response.final_url,
+        status=response.status,
+        content_type=response.content_type,
+        body=response.body,
+        validators=Validators(result.etag, result.last_modified),
+        attempts=1,
+        elapsed_s=0.0,
+    )
+    prior = Prior(digests=digests) if digests else None
+    fresh, records, upserts = extract_again(spec, task, prior, outcome)
+    if fresh.outcome != "fetched":
+        return None
+    return (
+        replace(
+            result,
+            counts=fresh.counts,
+            items=fresh.items,
+            missing=fresh.missing,
+            rejected=fresh.rejected,
+            digests=fresh.digests,
+            fallback_keys=fresh.fallback_keys,
+            type=fresh.type,  # what the spec takes the page for now (its URL and the rule that led there)
+            block=None,
+            carried=False,
+        ),
+        records,
+        upserts,
+    )

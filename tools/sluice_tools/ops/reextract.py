@@ -1,0 +1,112 @@
+"""`sluice reextract RUN`: a finished run's records rebuilt from its raw archive with a changed spec, no request sent.
+
+The rebuilding is the pipeline's (:mod:`sluice.pipeline.reextract`), on the same ports as everything
+else: here it gets the local state folder's adapters or, with ``--stage``, the deployed stage's
+ledger table and bucket with your AWS credentials (as `sluice redrive` does): no function is
+invoked and no function role reads the archive. The spec is ``--spec`` or the crawl's spec in
+the specs folder (``crawls/NAME.yaml``), which is what the next nightly run uses too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from sluice.adapters.aws.frontier import DynamoFrontier
+from sluice.adapters.aws.ledger import DynamoRunLedger
+from sluice.adapters.aws.objects import S3Objects
+from sluice.adapters.aws.queue import SqsQueue
+from sluice.adapters.aws.records import DynamoRecords
+from sluice.adapters.local import LocalStore
+from sluice.adapters.local.store import DB_NAME
+from sluice.pipeline.reextract import Reextracted, reextract_run
+from sluice.pipeline.services import Services, Tuning
+from sluice.spec import CrawlSpec, load_spec
+from sluice.spec.load import SPEC_SUFFIXES
+from sluice_tools.ops.history import NoSuchRun, StageHistory, run_named
+from sluice_tools.ops.stage import Stage, aws_errors
+from sluice_tools.runner.session import exclusive, logs_to
+
+
+def _spec(spec_path: Path | None, specs_dir: Path, crawl: str) -> CrawlSpec:
+    if spec_path is not None:
+        return load_spec(spec_path)
+    for suffix in SPEC_SUFFIXES:
+        path = specs_dir / f"{crawl}{suffix}"
+        if path.is_file():
+            return load_spec(path, named_after_file=True)
+    raise NoSuchRun(f"no spec for crawl {crawl!r} in {specs_dir}/ (pass --spec SPEC)")
+
+
+def _never(_: dict[str, object]) -> None:
+    raise RuntimeError("re-extraction asks no function to run")  # it finalizes nothing, starts nothing
+
+
+def reextract_local(state_dir: Path, run_id: str, spec_path: Path | None, specs_dir: Path) -> Reextracted:
+    """Re-extract a run of the local state folder (refused while a `sluice run` holds the folder)."""
+    if not (state_dir / DB_NAME).is_file():
+        raise NoSuchRun(f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)")
+    with exclusive(state_dir):
+        store = LocalStore.open(state_dir)
+        try:
+            run = store.ledger.find_run(run_id)
+            if run is None:
+                raise NoSuchRun(f"no run {run_id} in {state_dir}/ (`sluice runs NAME` lists a crawl's runs)")
+            spec = _spec(spec_path, specs_dir, run.crawl)
+            folder = spec_path.parent if spec_path is not None else specs_dir
+            services = store.services(folder, Tuning(), finalize_later=_never, continue_start=_never)
+            # The pipeline's log lines go where the run's went (`sluice logs RUN` shows both).
+            log = state_dir / "logs" / f"{run.crawl}-{run_id}.jsonl"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a", encoding="utf-8") as sink, logs_to(sink):
+                return reextract_run(run.crawl, run_id, services, spec)
+        finally:
+            store.close()
+
+
+def reextract_stage(stage: Stage, run_id: str, spec_path: Path | None, specs_dir: Path) -> Reextracted:
+    """Re-extract a run of a deployed stage, reading its archive and writing its output with your credentials."""
+    history = StageHistory(stage, specs_dir)
+    run = run_named(history, run_id)
+    spec = _spec(spec_path, specs_dir, run.crawl)
+    config = stage.config
+    with aws_errors(stage.name, f"re-extract run {run_id}"):
+        services = Services(
+            tuning=dataclasses.replace(Tuning(), urls_per_message=config.urls_per_message),
+            ledger=DynamoRunLedger(config.ledger_table),
+            frontier=DynamoFrontier(config.ledger_table, ttl_days=config.claim_ttl_days),
+            queue=SqsQueue(stage.queue_url(config.queue_name), urls_per_message=config.urls_per_message),
+            objects=S3Objects(stage.bucket),
+            records=DynamoRecords(config.records_table) if spec.output.records_table else None,
+            specs_dir=spec_path.parent if spec_path is not None else specs_dir,
+            finalize_later=_never,
+            continue_start=_never,
+        )
+        return reextract_run(run.crawl, run_id, services, spec)
+
+
+def report(done: Reextracted) -> str:
+    """What a person reads: what was rebuilt, from where, what is missing, and the verdict now."""
+    summary: dict[str, Any] = done.summary
+    section, verdict = summary["reextracted"], summary["verdict"]
+    alerts = ", ".join(a["check"] for a in verdict["alerts"])
+    lines = [
+        f"run {done.run_id} of {done.crawl}: {section['pages']} page(s) re-extracted from the archive "
+        f"(responses of run(s) {', '.join(section['from_runs']) or 'none'}) in {done.seconds:.1f} s, "
+        "no request sent, no link followed",
+        f"  records  {summary['records']['total']} in the output (new {summary['records']['new']}, "
+        f"changed {summary['records']['changed']}, unchanged {summary['records']['unchanged']})",
+        f"  verdict  {'healthy' if verdict['healthy'] else f'UNHEALTHY ({alerts})'}",
+        f"  spec     {section['previous_spec_digest']} -> {section['spec_digest']} (the next run carries them)",
+    ]
+    if section["missing_archive"]:
+        named = "; ".join(f"{m['url']}: {m['reason']}" for m in section["missing_named"][:3])
+        lines.append(
+            f"  missing  {section['missing_archive']} page(s) without an archived response kept their records "
+            f"(e.g. {named})"
+        )
+    if section["refused"]:
+        lines.append(f"  refused  {section['refused']} page(s) extraction refused kept their records")
+    lines.append(f"  output   {summary['outputs']['records']}")
+    return "\n".join(lines)
