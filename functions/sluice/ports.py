@@ -86,6 +86,11 @@ class Frontier(Protocol):
         """What the run holds for these URLs (claimed or done), by URL hash; unknown ones absent."""
         ...
 
+    def by_prefix(self, run_id: str, prefixes: Sequence[str]) -> dict[str, UrlEntry]:
+        """The run's done URLs whose hash starts with each 16-hex prefix (how a claim names its parent), read
+        strongly consistent, by prefix; a prefix no done URL has is absent."""
+        ...
+
     def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> Claims:
         """Claim new links, each with one conditional write: the ones this call claimed, and the ones
         refused for room.

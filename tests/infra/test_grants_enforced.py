@@ -234,6 +234,36 @@ def test_a_run_seeded_from_sitemaps_and_its_nightly_need_nothing_the_roles_do_no
     assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
 
 
+def test_a_typed_run_whose_books_read_their_listings_back_needs_nothing_the_roles_do_not_grant(
+    granted: GrantedStack, site: RunningDemoSite
+) -> None:
+    """Page types with carried data: the nightly's books, seeded from the catalog, read what their listing
+    carried this run (a strongly consistent Query of the ledger by the fetcher) and claims keep rule and data."""
+    data = _spec(site.base_url) | {"name": "typed"}
+    listing = data.pop("extract")
+    data["follow"] = {"max_depth": 1, "max_pages": 200}
+    data["types"] = {
+        "listing": {
+            "pages": r"/catalogue/page-\d+\.html$",
+            "extract": listing,
+            "follow": {"books": {"selectors": ["article.product_pod h3 a"], "carry": ["price"]}},
+        },
+        "book": {"via": ["books"], "extract": {"fields": {"name": "div.product_main h1::text", "url": "::page_url"}}},
+    }
+    (granted.settings.specs_dir / "typed.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    load_crawl.cache_clear()
+    first = granted.run("typed")
+    assert first["types"]["book"]["records"] == 60
+    site.set_catalogue(books=60, version=1, changed_fraction=0.1)
+    try:
+        nightly = granted.run("typed")
+    finally:
+        site.set_catalogue(books=60)
+    assert nightly["types"]["book"]["changed"] >= 1  # a changed card's price reached its book
+    assert nightly["verdict"]["healthy"] is True
+    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+
+
 def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract_runs_as_the_operator(
     granted_archive: GrantedStack, archiving_resources: dict[str, Any]
 ) -> None:

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sluice.domain.layout import records_prefix
 from sluice.messages import UrlTask
 from sluice.pipeline.links import parent_id
@@ -232,3 +234,51 @@ def test_the_records_table_keeps_each_types_record_of_a_shared_key(
     assert json.loads(str(page["data"]))["name"] == book["name"]
     assert "name" not in json.loads(str(card["data"]))
     assert table.get(CRAWL, book["_key"]) is None  # no untyped item: keys live within their type
+
+
+@pytest.mark.parametrize("batch_size", [10, 1], ids=["listing-in-the-batch", "listing-in-an-earlier-batch"])
+def test_a_value_that_changed_on_the_listing_reaches_the_book_seeded_from_the_catalog(
+    pipeline: Any,
+    site: RunningDemoSite,
+    books_spec: Any,
+    logs: Any,
+    batch_size: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Night 2 seeds every book page from night 1 with night 1's carried price; a listing extracted again on
+    night 2 carries the new price, and the book takes it: the listing's message is sent first, and the book
+    reads what it carried, from the batch (batches of 10) or from its result (batches of one message)."""
+    spec = typed_spec(books_spec, site.base_url)
+    pipeline.spec(spec)
+    first = pipeline.run(CRAWL)
+    changed = site.set_catalogue(books=BOOKS, version=1, changed_fraction=0.1).changed_ids
+    frontier = pipeline.services.frontier
+    read_back: list[int] = []
+    real = frontier.by_prefix
+
+    def by_prefix(run_id: str, prefixes: Any) -> Any:
+        found = real(run_id, prefixes)
+        read_back.append(sum(1 for e in found.values() if e.result is not None and e.result.kids))
+        return found
+
+    monkeypatch.setattr(frontier, "by_prefix", by_prefix)
+    second = pipeline.start(CRAWL)
+    pipeline.drain(batch_size)
+    pipeline.finalize()
+    assert pipeline.run_state(CRAWL, second).status == "finished"
+    if batch_size == 1:
+        assert sum(read_back) > 0  # books in later batches read their listing's result back
+    records = pipeline.records(CRAWL, second)
+    cards = {r["url"]: r for r in records if r["_type"] == "listing"}
+    books = [r for r in records if r["_type"] == "book"]
+    assert len(books) == BOOKS
+    before = {r["url"]: r["price"] for r in pipeline.records(CRAWL, first) if r["_type"] == "listing"}
+    repriced = {url for url, card in cards.items() if card["price"] != before[url]}
+    assert len(repriced) == len(changed)
+    assert [b["url"] for b in books if b["price"] != cards[b["url"]]["price"]] == []
+    assert len(logs.named("carried data refreshed")) >= 1
+    # The book's record changed with its card's price: counted as changed, and the next run carries it.
+    assert pipeline.summary(CRAWL, second)["types"]["book"]["changed"] == len(changed)
+    third = pipeline.run(CRAWL)
+    again = {r["url"]: r["price"] for r in pipeline.records(CRAWL, third) if r["_type"] == "book"}
+    assert again == {b["url"]: b["price"] for b in books}

@@ -34,6 +34,9 @@ MAX_URL = 2048
 when the spec is checked, longer links are dropped and counted."""
 MAX_REASON = 300
 """Characters of a failure or skip reason a result keeps (a reason can quote a URL a site chose)."""
+MAX_KIDS_BYTES = 16 * 1024
+"""What a result keeps of the data its page carried along its links, as JSON: links past it are left out (their
+pages keep the carried data of the run before). 16 KB: a listing of 100 cards carrying two fields is about 5 KB."""
 GONE_STATUSES = frozenset({404, 410})
 """A page that answers these leaves the catalog: the next run does not seed it again."""
 
@@ -187,6 +190,13 @@ class PageResult:
     page is taken for the same type when it is seeded from the catalog."""
     carry: Mapping[str, Any] | None = None
     """What the linking page carried here (merged into the page's records): the next run's task carries it."""
+    parent: str | None = None
+    """For a page data was carried to: the linking page that carried it (16 hex of its URL hash, as a claim names
+    it), so the next run's task can take that page's data of its run (``kids``)."""
+    kids: Mapping[str, Mapping[str, Any]] | None = None
+    """What this page carried along each of its links, by the linked URL's hash prefix (16 hex, as a claim names
+    its parent): a page seeded from the catalog takes its carried fields from here when its linking page was
+    extracted earlier in the run, so a value that changed on the listing reaches it (at most :data:`MAX_KIDS_BYTES`)."""
     interval: int | None = None
     """Seconds until the page is asked again, from ``fetched_at`` (:mod:`sluice.domain.recrawl`); None without
     ``recrawl`` in the spec."""
@@ -261,6 +271,10 @@ class PageResult:
             plain["v"] = self.via
         if self.carry:
             plain["ca"] = dict(self.carry)
+        if self.parent is not None:
+            plain["p"] = self.parent  # as a claim names it: the item keeps its parent once counted
+        if self.kids:
+            plain["kc"] = {k: dict(v) for k, v in self.kids.items()}
         if self.interval is not None:
             plain["iv"] = self.interval
         if self.archive is not None:
@@ -297,6 +311,8 @@ class PageResult:
             type=plain.get("ty"),
             via=plain.get("v"),
             carry=plain.get("ca") or None,
+            parent=plain.get("p"),
+            kids=plain.get("kc") or None,
             interval=int(plain["iv"]) if plain.get("iv") is not None else None,
             archive=ArchiveRef.from_text(plain["a"]) if plain.get("a") else None,
         )

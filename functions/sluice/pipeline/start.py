@@ -328,9 +328,23 @@ class SeedPlan:
     def _spec_seed_numbers(self) -> Iterator[int]:
         return (url_number(url_hash(u)) for u in self._spec_urls())
 
+    def _ordered_catalog(self) -> Iterator[tuple[UrlEntry, bool]]:
+        """The catalog's entries, those a linking page carried data to last: the page that carries to them is sent
+        before them (a host's messages arrive in order), so its data of this run can reach them. Two scans then
+        (each deterministic, as a continuation needs), one for a spec whose types carry nothing."""
+        if not self._carries:
+            yield from self._catalog_entries()
+            return
+        yield from ((e, s) for e, s in self._catalog_entries() if not (e.result is not None and e.result.carry))
+        yield from ((e, s) for e, s in self._catalog_entries() if e.result is not None and e.result.carry)
+
+    @property
+    def _carries(self) -> bool:
+        return any(rule.carry for kind in (self.spec.types or {}).values() for rule in kind.follow.values())
+
     def tasks(self) -> Iterator[UrlTask]:
         known: list[int] = []
-        for entry, is_seed in self._catalog_entries():
+        for entry, is_seed in self._ordered_catalog():
             number = url_number(entry.url_hash)
             known.append(number)
             depth = 0 if is_seed else entry.depth
@@ -341,9 +355,11 @@ class SeedPlan:
                 origin="seed",
                 prior=self._prior(entry),
                 lastmod=self._lastmod(number),
-                # A page a type's rule led to is taken for the same type, with what was carried to it.
+                # A page a type's rule led to is taken for the same type, with what was carried to it, and
+                # told its linking page, whose data of this run it takes where that page is extracted first.
                 via=result.via if result is not None else entry.via,
                 carry=dict(result.carry) if result is not None and result.carry else None,
+                parent=(result.parent or entry.parent) if result is not None and result.carry else None,
             )
         in_catalog = SeedSet.of_numbers(known)
         for url in self._spec_urls():

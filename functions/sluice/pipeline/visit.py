@@ -19,6 +19,7 @@ report. Every step is safe to repeat and the order makes a crash at any line har
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 import time
@@ -33,6 +34,7 @@ from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
     BY_SCHEDULE,
     MAX_DIGESTS,
+    MAX_KIDS_BYTES,
     MAX_REASON,
     PageResult,
     PartBlock,
@@ -59,6 +61,7 @@ from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTa
 from sluice.observability import annotate, logger, traced
 from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.links import (
+    CarriedData,
     ClaimCache,
     carried_data,
     children,
@@ -366,6 +369,7 @@ class _RunBatch:
                         type=_page_type(spec, visit),
                         via=task.via,
                         carry=task.carry,
+                        parent=task.parent if task.carry else None,
                     )
                 if archive is not None and archive.full:  # a batch of large bodies writes more than one file
                     try:
@@ -376,8 +380,17 @@ class _RunBatch:
 
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
         # others in flight on an event loop that stops (and is frozen) when the handler returns.
+        # A page seeded with carried data goes after the batch's other pages: its linking page may be one.
+        later = [item for item in todo if _awaits_parent(spec, item[2])]
+        if later:
+            todo = [item for item in todo if not _awaits_parent(spec, item[2])] + later
+        first = todo[: len(todo) - len(later)]
         with traced("fetch pages", urls=len(todo), hosts=len(hosts)):
-            outcomes = await asyncio.gather(*(one(t, q) for _, q, t in todo), return_exceptions=True)
+            outcomes = await asyncio.gather(*(one(t, q) for _, q, t in first), return_exceptions=True)
+            if later:
+                later = await self._fresh_carry(later, first, outcomes)
+                todo = [*first, *later]
+                outcomes += await asyncio.gather(*(one(t, q) for _, q, t in later), return_exceptions=True)
         visits = [o for o in outcomes if isinstance(o, _Visit)]
         with traced("write batch", pages=len(visits)):
             counted = await asyncio.to_thread(self._write, run, spec, visits, archive)
@@ -433,6 +446,43 @@ class _RunBatch:
             },
         )
         return results
+
+    async def _fresh_carry(
+        self,
+        later: list[tuple[str, QueuedMessage, UrlTask]],
+        first: list[tuple[str, QueuedMessage, UrlTask]],
+        outcomes: Sequence[_Visit | _Retry | BaseException],
+    ) -> list[tuple[str, QueuedMessage, UrlTask]]:
+        """Pages seeded from the catalog with carried data, each with what its linking page carried to it this
+        run, where that page was extracted already: in this batch, or in one that ended before (its result's
+        ``kids``). A changed value is merged into records extracted anew (the page is fetched whole); a linking
+        page not extracted this run (carried by a 304, not due, not reached yet) leaves the catalog's data, which
+        is what it carried then."""
+        in_batch = {
+            parent_id(t.url): o.result for (_, _, t), o in zip(first, outcomes, strict=True) if isinstance(o, _Visit)
+        }
+        wanted = sorted({t.parent for _, _, t in later if t.parent is not None and t.parent not in in_batch})
+        try:
+            found = await asyncio.to_thread(self.services.frontier.by_prefix, self.run_id, wanted) if wanted else {}
+        except Exception as exc:  # the catalog's data stands: it is what was carried when the link was found
+            logger.warning("linking pages not read", extra={**self.log, "pages": len(wanted), "error": repr(exc)})
+            found = {}
+        kids = {p: r.kids for p, r in in_batch.items() if r.kids} | {
+            p: e.result.kids for p, e in found.items() if e.result is not None and e.result.kids
+        }
+        fresh_tasks = []
+        refreshed = 0
+        for url_hash_, queued, task in later:
+            fresh = (kids.get(task.parent or "") or {}).get(parent_id(task.url))
+            if fresh is not None and dict(fresh) != task.carry:
+                # Its records are rebuilt with the new data: no 304 or same body may carry the old ones.
+                prior = task.prior.model_copy(update={"c": False}) if task.prior is not None else None
+                task = task.model_copy(update={"carry": dict(fresh), "prior": prior})
+                refreshed += 1
+            fresh_tasks.append((url_hash_, queued, task))
+        if refreshed:
+            logger.info("carried data refreshed", extra={**self.log, "pages": refreshed})
+        return fresh_tasks
 
     async def _fetcher(self, spec: CrawlSpec) -> PageFetcher | SecretUnavailable:
         """The container's fetcher for the crawl, sharing robots.txt with the run; or why it cannot be made."""
@@ -731,7 +781,27 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
     found = children(task, extraction.links, spec, extraction.rules, carried)
     if found.dropped:
         result = replace(result, dropped_links=found.dropped)
+    if carried:
+        result = replace(result, kids=kept_kids(carried))
     return _Visit(task, result, records, found.tasks, upserts, found.beyond_depth)
+
+
+def _awaits_parent(spec: CrawlSpec, task: UrlTask) -> bool:
+    """A page the catalog seeded with data its linking page carried: it takes that page's data of this run."""
+    return spec.types is not None and task.origin == "seed" and bool(task.carry) and task.parent is not None
+
+
+def kept_kids(carried: dict[str, CarriedData]) -> dict[str, CarriedData]:
+    """What a page carried along its links, by the linked URL's hash prefix, as much as :data:`MAX_KIDS_BYTES` holds."""
+    kept: dict[str, CarriedData] = {}
+    size = 2
+    for link, data in carried.items():
+        entry = len(json.dumps(data, separators=(",", ":"))) + 20  # the prefix, its quotes, a colon and a comma
+        if size + entry > MAX_KIDS_BYTES:
+            break
+        kept[parent_id(link)] = data
+        size += entry
+    return kept
 
 
 def _page_type(spec: CrawlSpec, visit: _Visit) -> str | None:

@@ -46,6 +46,22 @@ class DynamoFrontier:
         )
         return {entry.url_hash: entry for entry in map(_entry, found)}
 
+    def by_prefix(self, run_id: str, prefixes: Sequence[str]) -> dict[str, UrlEntry]:
+        # One Query a prefix, in the URL's partition: strongly consistent (1 read unit for a result under 4 KB),
+        # so a result written by a batch that ended before this one began is seen.
+        def one(prefix: str) -> UrlEntry | None:
+            answer = self._db.query(
+                TableName=self.table,
+                KeyConditionExpression="pk = :p AND begins_with(sk, :h)",
+                ExpressionAttributeValues=to_item({":p": keys.url_partition(run_id, int(prefix[0], 16)), ":h": prefix}),
+                ConsistentRead=True,
+            )
+            done = [e for e in map(_entry, answer.get("Items", [])) if e.done]
+            return done[0] if done else None
+
+        unique = list(dict.fromkeys(prefixes))
+        return {p: e for p, e in zip(unique, self._pool.map(one, unique), strict=True) if e is not None}
+
     def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> Claims:
         # The cap is checked against the progress hint: concurrent fetchers can pass it by one batch's links each.
         room = max(0, max_pages - seeds - self.progress(run_id).claimed)

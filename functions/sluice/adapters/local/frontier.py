@@ -42,6 +42,19 @@ class SqliteFrontier:
                 found |= {row[0]: _entry(row) for row in rows}
         return found
 
+    def by_prefix(self, run_id: str, prefixes: Sequence[str]) -> dict[str, UrlEntry]:
+        found: dict[str, UrlEntry] = {}
+        with self._db.reading() as db:
+            for prefix in dict.fromkeys(prefixes):
+                row = db.execute(
+                    "SELECT url_hash, url, depth, origin, parent, result, link FROM urls "
+                    "WHERE run_id = ? AND url_hash >= ? AND url_hash < ? AND done = 1 LIMIT 1",
+                    (run_id, prefix, prefix + "g"),  # hex digits sort below "g": every hash that starts so
+                ).fetchone()
+                if row is not None:
+                    found[prefix] = _entry(row)
+        return found
+
     def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> Claims:
         won: list[UrlTask] = []
         capped: list[UrlTask] = []
@@ -79,10 +92,11 @@ class SqliteFrontier:
         with self._db.transaction() as db:
             for result in results:
                 row = db.execute(
-                    "INSERT INTO urls (run_id, url_hash, url, depth, origin, done, outcome, records, result) "
-                    "VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) "
+                    "INSERT INTO urls (run_id, url_hash, url, depth, origin, parent, done, outcome, records, result) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?) "
                     "ON CONFLICT (run_id, url_hash) DO UPDATE SET done = 1, outcome = excluded.outcome, "
-                    "records = excluded.records, result = excluded.result WHERE urls.done = 0 "
+                    "records = excluded.records, result = excluded.result, "
+                    "parent = COALESCE(urls.parent, excluded.parent) WHERE urls.done = 0 "
                     "RETURNING url_hash",
                     (
                         run_id,
@@ -90,6 +104,7 @@ class SqliteFrontier:
                         result.url,
                         result.depth,
                         result.origin,
+                        result.parent,
                         result.outcome,
                         result.records,
                         _dump(result),
