@@ -75,6 +75,8 @@ class _Gate:
         self.in_handler = False
         self.active = False
         self.empty_receives = 0
+        self.lookups = 0
+        """Fetchers' reads of linking pages' results (``Frontier.by_prefix``): made in parallel, not scans."""
 
     def _counts(self, service: str, operation: str) -> bool:
         if not self.active or f"{service}.{operation}" in RUNNER_ONLY:
@@ -84,6 +86,8 @@ class _Gate:
     def before(self, service: str, operation: str, params: Mapping[str, Any]) -> None:
         if self._counts(service, operation) and operation != "ReceiveMessage":
             self.meter.before(service, operation, params)
+            if operation == "Query" and "begins_with" in str(params.get("KeyConditionExpression", "")):
+                self.lookups += 1
 
     def after(
         self,
@@ -146,9 +150,9 @@ def _spec(name: str, base_url: str, pages: int) -> dict[str, Any]:
     # The targets are for a crawl that keeps no responses: the demo spec keeps its own (output.archive) for
     # the demo's fourth night, one S3 PUT a batch more, measured apart (docs/architecture.md).
     data.get("output", {}).pop("archive", None)
-    if name == "demo-books":
+    if name in ("demo-books", "demo-types"):
         data["seeds"]["range"]["stop"] = pages
-        data["follow"]["max_pages"] = pages + 10
+        data["follow"]["max_pages"] = pages * (21 if name == "demo-types" else 1) + 10  # a typed page: 20 books
     return data
 
 
@@ -204,6 +208,7 @@ def run_scenario(
         "sqs_billed_requests": tally.sqs_billed_requests,
         "site_requests": site.stats.total,
         "empty_receives_left_out": gate.empty_receives,
+        "linking_page_lookups": gate.lookups,
     }
 
 
@@ -224,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make cost", description=__doc__)
     parser.add_argument("--pages", type=int, default=2000, help="listing pages of the demo crawl (default 2000)")
     parser.add_argument("--docs", type=int, default=2000, help="pages of the link-heavy docs site (default 2000)")
+    parser.add_argument(
+        "--types", type=int, default=100, help="listing pages of the typed crawl, 20 book pages each (default 100)"
+    )
     parser.add_argument("--no-docs-update", action="store_true", help="do not rewrite docs/costs.md")
     args = parser.parse_args(argv)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
@@ -236,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     with running_demo_site(books=books, docs_pages=args.docs, latency_ms=LATENCY_MS) as site:
         books_spec = _spec("demo-books", site.base_url, args.pages)
         docs_spec = _spec("demo-docs", site.base_url, args.docs)
+        types_spec = _spec("demo-types", site.base_url, args.types)
         plans = [
             ("demo crawl, first run", "books", books_spec, lambda: None),
             (
@@ -250,6 +259,20 @@ def main(argv: list[str] | None = None) -> int:
                 "docs",
                 docs_spec,
                 lambda: site.set_catalogue(books=books, docs_pages=args.docs, version=2, changed_fraction=0.02),
+            ),
+            # Listings and the book pages they link to, a field carried along each link: every book is claimed
+            # by its listing on the first run; the nightly seeds them all from the catalog.
+            (
+                "typed crawl, first run",
+                "types",
+                types_spec,
+                lambda: site.set_catalogue(books=books, docs_pages=args.docs),
+            ),
+            (
+                "typed crawl, nightly (2% of books re-priced)",
+                "types",
+                types_spec,
+                lambda: site.set_catalogue(books=books, docs_pages=args.docs, version=1, changed_fraction=0.02),
             ),
         ]
         for label, folder, data, before in plans:

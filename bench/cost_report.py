@@ -20,6 +20,8 @@ AWS_CALL_S = 0.010
 SEQUENTIAL_CALLS_PER_BATCH = 14
 """Calls a batch makes one after another: the run, the part, the claims, 7 rounds of 16 result writes,
 the progress report and the drain check; the rest run in parallel with them."""
+LOOKUPS_IN_FLIGHT = 16
+"""The frontier's pool: a batch's reads of linking pages' results go out this many at a time."""
 S3_BYTES_PER_S = 100 * 1024 * 1024
 """Stated: what one finalizer moves to and from S3 with 8 ranges in flight."""
 TARGETS = {
@@ -43,11 +45,18 @@ def lambda_model(report: dict[str, Any], scenario: dict[str, Any], concurrency: 
     memory = report["memory_mb"]
     latency = report["site_latency_ms"] / 1000
     per_page_fraction = MILLION / max(1, scenario["pages"])
-    batch_s = math.ceil(BATCH_URLS / concurrency) * latency + SEQUENTIAL_CALLS_PER_BATCH * AWS_CALL_S
+    # A batch's reads of its pages' linking pages (page types with carried data) go out 16 at a time.
+    lookups = scenario.get("linking_page_lookups", 0) * per_page_fraction
+    lookups_per_batch = lookups / (MILLION / BATCH_URLS)
+    batch_s = (
+        math.ceil(BATCH_URLS / concurrency) * latency
+        + SEQUENTIAL_CALLS_PER_BATCH * AWS_CALL_S
+        + math.ceil(lookups_per_batch / LOOKUPS_IN_FLIGHT) * AWS_CALL_S
+    )
     fetcher = MILLION / BATCH_URLS * batch_s * memory["fetcher"] / 1024
     calls = scenario["calls"]
     sends = calls.get("sqs.SendMessageBatch", 0) * per_page_fraction
-    queries = calls.get("dynamodb.Query", 0) * per_page_fraction
+    queries = calls.get("dynamodb.Query", 0) * per_page_fraction - lookups  # the scans of the run's URLs
     scheduler = (sends / 8 * 2 * AWS_CALL_S + queries / 2 * 2 * AWS_CALL_S) * memory["scheduler"] / 1024
     moved = (scenario["s3"]["bytes_up"] + scenario["s3"]["bytes_down"]) * per_page_fraction
     finalizer = (queries / 2 * 2 * AWS_CALL_S + moved / S3_BYTES_PER_S) * memory["finalizer"] / 1024
@@ -81,7 +90,8 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "# What a run costs on AWS",
         "",
         f"Written by `make cost` ({report['when']}); every number below comes from its run, never by hand. It",
-        "runs the demo crawl and the link-heavy docs crawl through the real Lambda handlers on moto",
+        "runs the demo crawl, the link-heavy docs crawl and the typed crawl (listings and the book pages they",
+        "link to, `crawls/demo-types.yaml`) through the real Lambda handlers on moto",
         f"(`sluice run --emulate-aws`, {report['workers']} fetcher containers) against the demo site on 127.0.0.1",
         f"with {report['site_latency_ms']} ms of latency, and meters every AWS call: requests by operation, DynamoDB",
         "write and read units computed from item sizes by DynamoDB's rules (a failed condition costs its write",
@@ -178,7 +188,10 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "`GetItem` are per batch (the batch's redelivered URLs, the run, the progress shards); `Query` is the",
         "finalizer's two scans of the run's URLs (16 partitions each) and, on a nightly run, the scheduler's scan",
         "of its catalog. One `PutObject` per batch holds the batch's records; the finalizer reads them in large",
-        "ranges and writes a few large files.",
+        "ranges and writes a few large files. The typed crawl's first run claims every book page (its listing",
+        "found it); its nightly seeds them from the catalog, and each batch reads back the results of the",
+        "listings its books name (a strongly consistent `Query` per listing, 16 at a time), so a price changed",
+        "on a listing reaches the book (docs/spec.md#types): most of its `Query` calls are those.",
         "",
         "## The run's own estimate",
         "",
