@@ -63,6 +63,15 @@ MAX_TYPES = 20
 """Page types a spec names at most (``CrawlSpec.types``): a tally per type stays small."""
 
 
+def _add_records(tally: TypeTally | RunTally, result: PageResult) -> None:
+    """A page's records (new, changed, unchanged), its items and its missing fields, in a run's or a type's tally."""
+    tally.records_new += result.counts.new
+    tally.records_changed += result.counts.changed
+    tally.records_unchanged += result.counts.unchanged
+    tally.items += result.items
+    tally.missing.update(result.missing)
+
+
 @dataclass
 class TypeTally:
     """One page type's share of a run (a spec with ``types``): its pages, records and missing fields."""
@@ -78,11 +87,7 @@ class TypeTally:
     def add(self, result: PageResult) -> None:
         self.pages += 1
         self.failed += result.outcome == "failed"
-        self.records_new += result.counts.new
-        self.records_changed += result.counts.changed
-        self.records_unchanged += result.counts.unchanged
-        self.items += result.items
-        self.missing.update(result.missing)
+        _add_records(self, result)
 
     def counts(self, records_in_output: int) -> TypeCounts:
         return TypeCounts(records=records_in_output, items=self.items, missing=dict(self.missing.counts))
@@ -159,15 +164,11 @@ class RunTally:
                 self.skipped += 1
                 self.skips.add(result.reason or "unknown")
                 self._count_blocked(result.reason)
-        self.records_new += result.counts.new
-        self.records_changed += result.counts.changed
-        self.records_unchanged += result.counts.unchanged
-        self.items += result.items
+        _add_records(self, result)
         self.dropped_links += result.dropped_links
         self.fallback_keys += result.fallback_keys
         self.capped_links += result.capped_links
         self.beyond_depth += result.beyond_depth
-        self.missing.update(result.missing)
         self.rejected.update(result.rejected)
         if result.type is not None and (result.type in self.types or len(self.types) < MAX_TYPES):
             self.types.setdefault(result.type, TypeTally()).add(result)

@@ -166,18 +166,8 @@ def judge(
             )
         )
     checks.extend(_per_type(counts, previous_by_type or {}, alerts))
-    if alerts.max_null_rate is not None and not counts.by_type:
-        for name, null_rate in counts.null_rates().items():
-            if null_rate > alerts.max_null_rate:
-                checks.append(
-                    Check(
-                        f"null_rate:{name}",
-                        False,
-                        null_rate,
-                        alerts.max_null_rate,
-                        f"field {name!r} missing in {null_rate:.0%} of items (ceiling {alerts.max_null_rate:.0%})",
-                    )
-                )
+    if not counts.by_type:
+        checks.extend(_null_rates(counts.null_rates(), alerts.max_null_rate))
     return Verdict(tuple(checks), ratio, rate)
 
 
@@ -234,17 +224,23 @@ def _per_type(counts: RunCounts, previous: Mapping[str, int], alerts: Alerts) ->
                     f"(ratio {ratio:.2f}, floor {alerts.record_count_floor:.2f})",
                 )
             )
-        if alerts.max_null_rate is not None:
-            for name, null_rate in own.null_rates().items():
-                if null_rate > alerts.max_null_rate:
-                    checks.append(
-                        Check(
-                            f"null_rate:{kind}.{name}",
-                            False,
-                            null_rate,
-                            alerts.max_null_rate,
-                            f"type {kind!r}: field {name!r} missing in {null_rate:.0%} of items "
-                            f"(ceiling {alerts.max_null_rate:.0%})",
-                        )
-                    )
+        checks.extend(_null_rates(own.null_rates(), alerts.max_null_rate, kind))
     return checks
+
+
+def _null_rates(rates: dict[str, float], ceiling: float | None, kind: str | None = None) -> list[Check]:
+    """A failed check per field missing in more of the items than ``ceiling`` (a page type's own, for ``kind``)."""
+    if ceiling is None:
+        return []
+    name_of, said = (f"{kind}.", f"type {kind!r}: ") if kind is not None else ("", "")
+    return [
+        Check(
+            f"null_rate:{name_of}{name}",
+            False,
+            rate,
+            ceiling,
+            f"{said}field {name!r} missing in {rate:.0%} of items (ceiling {ceiling:.0%})",
+        )
+        for name, rate in rates.items()
+        if rate > ceiling
+    ]
