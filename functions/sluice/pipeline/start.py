@@ -120,7 +120,7 @@ def _fan_out(
         # A fan-out that died part-way: what it sends now may have been sent already.
         tasks = (t.model_copy(update={"again": True}) for t in tasks)
     started = recorded = time.monotonic()
-    while chunk := list(islice(tasks, CHUNK)):
+    for chunk in _chunks(tasks):
         services.queue.send(spec.name, run.run_id, chunk)
         offset += len(chunk)
         enqueued += len(chunk)
@@ -149,6 +149,23 @@ def _fan_out(
         # The fetchers finished every page while the fan-out was still under way: none of them will ask.
         services.finalize_later({"crawl": spec.name, "run_id": run.run_id})
     return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=True, catalog_run=run.catalog_run)
+
+
+def _chunks(tasks: Iterator[UrlTask]) -> Iterator[list[UrlTask]]:
+    """The fan-out's sends: up to :data:`CHUNK` tasks each, and a new one where the pages a linking page
+    carried data to begin. A send's requests go out in parallel, so only a send that ended before the next
+    one began keeps a host's linking pages ahead of the pages they carry to in its message group."""
+    chunk: list[UrlTask] = []
+    kind = False
+    for task in tasks:
+        carried_to = bool(task.carry) and task.parent is not None
+        if chunk and (len(chunk) >= CHUNK or carried_to != kind):
+            yield chunk
+            chunk = []
+        chunk.append(task)
+        kind = carried_to
+    if chunk:
+        yield chunk
 
 
 def _retried_run(event: StartEvent, services: Services, spec: CrawlSpec) -> str | None:
