@@ -128,7 +128,9 @@ class GrantedStack:
 
 
 def _context(function: str) -> LambdaContext:
-    return cast(LambdaContext, LocalContext(function_name=DEFAULT.name(function), timeout_s=120))
+    # The deployed function's own timeout: a scheduler with little time left continues its fan-out elsewhere.
+    timeout_s = getattr(DEFAULT, function).timeout_s
+    return cast(LambdaContext, LocalContext(function_name=DEFAULT.name(function), timeout_s=timeout_s))
 
 
 @pytest.fixture

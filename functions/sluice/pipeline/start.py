@@ -113,21 +113,20 @@ def _fan_out(
         )
     else:
         total = run.seeds
-    first = offset
     enqueued = 0
     tasks: Iterator[UrlTask] = islice(plan.tasks(), offset, None)
     if offset > event.offset or retried or event.resumed:
         # A fan-out that died part-way: what it sends now may have been sent already.
         tasks = (t.model_copy(update={"again": True}) for t in tasks)
     started = recorded = time.monotonic()
-    for chunk in _chunks(tasks):
+    for sends, chunk in enumerate(_chunks(tasks), start=1):
         services.queue.send(spec.name, run.run_id, chunk)
         offset += len(chunk)
         enqueued += len(chunk)
         if time.monotonic() - recorded >= RECORD_EVERY_S:
             services.ledger.fanned_out(spec.name, run.run_id, offset)
             recorded = time.monotonic()
-        step = (time.monotonic() - started) / max(1, offset - first) * CHUNK
+        step = (time.monotonic() - started) / sends  # a send's time: its chunk is at most CHUNK tasks
         if offset < total and time_left() < max(60.0, 4 * step):
             services.ledger.fanned_out(spec.name, run.run_id, offset)
             services.continue_start({"crawl": spec.name, "run_id": run.run_id, "offset": offset})
