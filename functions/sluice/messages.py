@@ -117,6 +117,12 @@ class UrlTask(_Message):
     carry: Annotated[dict[str, str | int | float | bool | None] | None, Field(exclude_if=lambda v: v is None)] = None
     """Fields the linking page carried to this one, merged into its records; JSON scalars, bounded."""
 
+    @property
+    def awaits_linking_page(self) -> bool:
+        """A page seeded from the catalog with data its linking page carried: it takes that page's data of this
+        run, so it is sent after, and visited after, the pages that may carry to it."""
+        return self.origin == "seed" and bool(self.carry) and self.parent is not None
+
     @field_validator("carry")
     @classmethod
     def _bounded(cls, carry: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -157,7 +157,7 @@ def _chunks(tasks: Iterator[UrlTask]) -> Iterator[list[UrlTask]]:
     chunk: list[UrlTask] = []
     kind = False
     for task in tasks:
-        carried_to = bool(task.carry) and task.parent is not None
+        carried_to = task.awaits_linking_page
         if chunk and (len(chunk) >= CHUNK or carried_to != kind):
             yield chunk
             chunk = []

@@ -782,16 +782,16 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
     if found.dropped:
         result = replace(result, dropped_links=found.dropped)
     if carried:
-        result = replace(result, kids=kept_kids(carried))
+        result = replace(result, kids=_kept_kids(carried))
     return _Visit(task, result, records, found.tasks, upserts, found.beyond_depth)
 
 
 def _awaits_parent(spec: CrawlSpec, task: UrlTask) -> bool:
     """A page the catalog seeded with data its linking page carried: it takes that page's data of this run."""
-    return spec.types is not None and task.origin == "seed" and bool(task.carry) and task.parent is not None
+    return spec.types is not None and task.awaits_linking_page
 
 
-def kept_kids(carried: dict[str, CarriedData]) -> dict[str, CarriedData]:
+def _kept_kids(carried: dict[str, CarriedData]) -> dict[str, CarriedData]:
     """What a page carried along its links, by the linked URL's hash prefix, as much as :data:`MAX_KIDS_BYTES` holds."""
     kept: dict[str, CarriedData] = {}
     size = 2
