@@ -210,6 +210,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")
     demo.set_defaults(run=_demo)
 
+    from sluice_tools.authoring.command import add_arguments, parse, shell
+
+    parse_page = commands.add_parser(
+        "parse", help="one page against a spec: its type and why, each field step by step, each link and its fate"
+    )
+    add_arguments(parse_page)
+    parse_page.add_argument("--json", action="store_true", help="print one JSON object")
+    parse_page.set_defaults(run=parse)
+    shell_page = commands.add_parser("shell", help="a Python prompt with one parsed page and css(), field(), links()")
+    add_arguments(shell_page)
+    shell_page.set_defaults(run=shell)
+
     add_commands(commands)  # query, runs, show, logs, redrive, reextract
     return parser
 
