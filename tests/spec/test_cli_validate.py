@@ -122,4 +122,4 @@ def test_a_typed_spec_says_its_types_and_that_their_rules_follow_links(
     assert main(["validate", str(path)]) == 0
     out = capsys.readouterr().out
     assert "follows links 1 hop(s) from a seed, up to 2000 pages" in out
-    assert "8 field(s) in 2 page types: listing (4), book (6)" in out
+    assert "10 field(s) in 2 page types: listing (4), book (8)" in out

@@ -13,8 +13,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from sluice.extraction.limits import check_nesting
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor
+from sluice.extraction.structured import PageData, StructuredPath
 from sluice.extraction.urls import Scope, canonical_link, canonicalize_url, resolve_link
-from sluice.spec import CrawlSpec, Extract
+from sluice.spec import CrawlSpec, Extract, ExtractField
 from sluice.spec.selectors import FieldSelector
 
 Getter = Callable[[LexborNode], "str | None"]
@@ -107,6 +108,7 @@ class _Field:
     required: bool
     many: bool
     page_url: bool = False
+    structured: StructuredPath | None = None
 
 
 def _own_text(node: LexborNode) -> str | None:
@@ -159,6 +161,7 @@ class Extractor:
         "_pages",
         "_scope",
         "_singles",
+        "_structured",
     )
 
     def __init__(self, spec: CrawlSpec, kind: str | None = None) -> None:
@@ -173,18 +176,8 @@ class Extractor:
         self._nested_css = f":is({extract.item}) :is({extract.item})" if extract.item is not None else None
         self._pages = compile_pattern(extract.pages) if extract.pages is not None else None
         self._key = tuple(extract.key or ())
-        self._fields = tuple(
-            _Field(
-                name,
-                f.selector.css,
-                _getter(f.selector),
-                FieldProcessor(f.process),
-                f.required,
-                f.many,
-                f.selector.pick == "page_url",
-            )
-            for name, f in extract.fields.items()
-        )
+        self._fields = tuple(_compile_field(name, f) for name, f in extract.fields.items())
+        self._structured = any(f.structured is not None for f in self._fields)
         # Distinct single-element selectors: fields sharing one ("h3 a") run it once per item.
         self._singles = tuple(
             dict.fromkeys(f.css for f in self._fields if not f.many and not f.page_url and f.css is not None)
@@ -213,10 +206,11 @@ class Extractor:
             return PageExtraction([], links, out_of_scope, 0, rejected, missing, base_url, self._kind, rules or None)
         items = self._items(tree)
         links, out_of_scope, rules, owners = self._links(tree, base_url, page_url, items)
+        structured = PageData(tree) if self._structured else None  # read once a page, when a field asks
         records: list[Record] = []
         page_key = ""
         for position, (item, found) in enumerate(zip(items, self._first_matches(tree, items), strict=True)):
-            data = self._fields_of(item, found, base_url, page_url)
+            data = self._fields_of(item, found, base_url, page_url, structured)
             keep = True
             for field in self._fields:
                 if not _present(data[field.name]):
@@ -273,13 +267,24 @@ class Extractor:
             return True
 
     def _fields_of(
-        self, item: LexborNode, found: dict[str, LexborNode | None], base_url: str, page_url: str
+        self,
+        item: LexborNode,
+        found: dict[str, LexborNode | None],
+        base_url: str,
+        page_url: str,
+        structured: PageData | None = None,
     ) -> dict[str, Any]:
         """Every field's processed value for one item: None where missing, ``[]`` for a list with no values."""
         data: dict[str, Any] = {}
         for field in self._fields:
-            if field.page_url:
-                value: Any = field.pipeline(page_url, base_url)
+            if field.structured is not None:
+                raws = field.structured.values(structured, item) if structured is not None else []
+                processed = [field.pipeline(raw, base_url) for raw in (raws if field.many else raws[:1])]
+                value: Any = [v for v in processed if _present(v)] if field.many else (processed or [None])[0]
+                if value == "":
+                    value = None
+            elif field.page_url:
+                value = field.pipeline(page_url, base_url)
                 if field.many:
                     value = [value] if _present(value) else []
             elif field.many:
@@ -337,6 +342,21 @@ class Extractor:
                     else:
                         out_of_scope += 1
         return links, out_of_scope, rules, owners or None
+
+
+def _compile_field(name: str, f: ExtractField) -> _Field:
+    if f.selector is None:  # a structured field: no CSS, its value comes from the page's structured data
+        path = f.structured_path()
+        return _Field(name, None, _own_text, FieldProcessor(f.process), f.required, f.many, structured=path)
+    return _Field(
+        name,
+        f.selector.css,
+        _getter(f.selector),
+        FieldProcessor(f.process),
+        f.required,
+        f.many,
+        f.selector.pick == "page_url",
+    )
 
 
 def _owner(node: LexborNode, positions: dict[int, int]) -> int | None:

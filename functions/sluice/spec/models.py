@@ -23,12 +23,14 @@ from pydantic import (
     Field,
     Tag,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from sluice.domain.pages import MAX_URL
 from sluice.domain.recrawl import DAY_S, Schedule
 from sluice.extraction.patterns import compile_pattern
+from sluice.extraction.structured import StructuredPath
 from sluice.extraction.urls import inspect_url
 from sluice.spec.request import RequestSpec
 from sluice.spec.selectors import FieldSelector, check_css, parse_field_selector
@@ -293,10 +295,21 @@ ProcessStep = Annotated[
 ]
 
 
-class ExtractField(_Strict):
-    """One named field: a selector, its post-processing steps, and whether a record needs it."""
+StructuredPathText = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^.\s]+(\.[^.\s]+)*$")]
+_STRUCTURED_KEYS = ("structured", "path", "type")
 
-    selector: FieldSelector
+
+class ExtractField(_Strict):
+    """One named field: a selector (or a structured-data path), its post-processing steps, and whether a record
+    needs it."""
+
+    selector: FieldSelector | None = None
+    structured: Literal["jsonld", "microdata", "opengraph"] | None = None
+    """Read the page's structured data instead of a selector (:mod:`sluice.extraction.structured`)."""
+    path: StructuredPathText | None = None
+    """Dotted keys into the structured data (``offers.price``; a number indexes an array), or an OpenGraph property."""
+    type: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    """Only JSON-LD nodes or microdata items of this ``@type`` (``Product``, or its IRI)."""
     process: list[ProcessStep] = Field(default_factory=lambda: ["strip"])  # type: ignore[arg-type]
     required: bool = False
     many: bool = False
@@ -304,11 +317,38 @@ class ExtractField(_Strict):
     @field_validator("selector", mode="before")
     @classmethod
     def _selector(cls, value: Any) -> Any:
+        if value is None or isinstance(value, FieldSelector):
+            return value
         if isinstance(value, str):
             return parse_field_selector(value)
-        if isinstance(value, FieldSelector):
-            return value
         raise ValueError("a selector is a string, like 'h1::text' or 'a::attr(href)'")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ExtractField:
+        if (self.selector is None) == (self.structured is None):
+            raise ValueError("give a selector, or structured (jsonld, microdata, opengraph) with a path: one of them")
+        if self.structured is None and (self.path is not None or self.type is not None):
+            raise ValueError("path and type go with structured (jsonld, microdata or opengraph)")
+        if self.structured is not None and self.path is None:
+            raise ValueError(f"structured: {self.structured} needs a path, like 'offers.price' or 'og:title'")
+        if self.structured == "opengraph" and self.type is not None:
+            raise ValueError("type picks JSON-LD nodes or microdata items: OpenGraph properties have none")
+        return self
+
+    def structured_path(self) -> StructuredPath | None:
+        """The field's structured source, path and type, ready to read (None for a selector field)."""
+        if self.structured is None or self.path is None:
+            return None
+        return StructuredPath(self.structured, self.path, self.type)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        # A selector field dumps as it did before structured fields existed: spec digests stay as they were.
+        dumped = handler(self)
+        if isinstance(dumped, dict) and self.structured is None:
+            for key in _STRUCTURED_KEYS:
+                dumped.pop(key, None)
+        return dumped
 
 
 def _field_shorthand(value: Any) -> Any:

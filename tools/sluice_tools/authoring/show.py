@@ -52,6 +52,7 @@ def _field_lines(f: FieldTrace) -> list[str]:
     if len(f.steps) > 3:
         lines.append(f"      ... {len(f.steps) - 3} more value(s)")
     lines.append(f"      = {_short(f.value)}" + ("  (missing)" if f.missing else ""))
+    lines.extend(f"      left out: {problem}" for problem in f.problems)
     return lines
 
 

@@ -20,6 +20,7 @@ from sluice.extraction.extract import PageExtraction, _getter, extractor_for
 from sluice.extraction.limits import FEW_TAGS, MAX_DEPTH, PageTooComplex, nesting_depth
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import compile_step
+from sluice.extraction.structured import PageData
 from sluice.extraction.urls import Scope, canonical_link, canonicalize_url
 from sluice.pipeline.links import carried_data, with_carried
 from sluice.spec import CrawlSpec, ExtractField, ProcessStep, RegexStep, ReplaceStep
@@ -59,6 +60,8 @@ class FieldTrace:
     """Per raw value, each step's output; a step that gives None stops there (the value is missing)."""
     value: Any
     missing: bool
+    problems: list[str] = field(default_factory=list)
+    """Structured data left out (a JSON-LD block that is not JSON, too large or too deep), which may be why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +203,10 @@ def trace_page(
     notes: list[str] = []
     if extract is not None and not (extract.pages and compile_pattern(extract.pages).search(url) is None):
         item_selector = extract.item
+        data = PageData(tree)
         nodes = tree.css(extract.item) if extract.item else ([tree.root] if tree.root is not None else [])
         for position, node in enumerate(nodes):
-            fields = [_field(name, f, node, url, extraction.base_url) for name, f in extract.fields.items()]
+            fields = [_field(name, f, node, url, extraction.base_url, data) for name, f in extract.fields.items()]
             dropped = [f.name for f in fields if f.required and f.missing]
             record = by_position.get(position)
             items.append(
@@ -252,8 +256,43 @@ def _run_steps(raw: Any, steps: list[ProcessStep], base_url: str) -> tuple[list[
     return shown, value
 
 
-def _field(name: str, spec_field: ExtractField, item: LexborNode, page_url: str, base_url: str) -> FieldTrace:
+def structured_label(spec_field: ExtractField) -> str:
+    of_type = f" of @type {spec_field.type}" if spec_field.type else ""
+    return f"{spec_field.structured} {spec_field.path}{of_type}"
+
+
+def _structured_field(
+    name: str, spec_field: ExtractField, item: LexborNode, data: PageData, base_url: str
+) -> FieldTrace:
+    path = spec_field.structured_path()
+    raws = path.values(data, item) if path is not None else []
+    steps = list(spec_field.process)
+    taken = raws if spec_field.many else raws[:1]
+    traces = [_run_steps(raw, steps, base_url) for raw in taken]
+    if spec_field.many:
+        value: Any = [v for _, v in traces if _present(v)]
+    else:
+        value = traces[0][1] if traces else None
+        value = None if value == "" else value
+    return FieldTrace(
+        name,
+        structured_label(spec_field),
+        spec_field.required,
+        len(raws),
+        raws if spec_field.many else (raws[0] if raws else None),
+        [s for s, _ in traces],
+        value,
+        not _present(value),
+        path.problems(data) if path is not None else [],
+    )
+
+
+def _field(
+    name: str, spec_field: ExtractField, item: LexborNode, page_url: str, base_url: str, data: PageData
+) -> FieldTrace:
     selector = spec_field.selector
+    if selector is None:
+        return _structured_field(name, spec_field, item, data, base_url)
     steps = list(spec_field.process)
     if selector.pick == "page_url":
         shown, value = _run_steps(page_url, steps, base_url)

@@ -22,8 +22,8 @@ def _sidebar() -> str:
     )
 
 
-def page(title: str, breadcrumb: str, content: str) -> str:
-    """Wrap `content` in the full Books-to-Scrape-like document."""
+def page(title: str, breadcrumb: str, content: str, head: str = "") -> str:
+    """Wrap `content` in the full Books-to-Scrape-like document; `head` goes at the end of its `<head>`."""
     return (
         '<!DOCTYPE html>\n<html lang="en-us" class="no-js">\n<head>\n'
         f"<title>\n    {escape(title)} | Books to Scrape - Sandbox\n</title>\n"
@@ -31,7 +31,7 @@ def page(title: str, breadcrumb: str, content: str) -> str:
         '<meta name="description" content="A deterministic demo catalogue for crawl tests." />\n'
         '<meta name="viewport" content="width=device-width" />\n'
         '<meta name="robots" content="NOARCHIVE,NOCACHE" />\n'
-        '</head>\n<body id="default" class="default">\n'
+        f'{head}</head>\n<body id="default" class="default">\n'
         '<header class="header container-fluid">\n<div class="page_inner">\n<div class="row">\n'
         '<div class="col-sm-8 h1"><a href="/catalogue/page-1.html">Books to Scrape</a>'
         "<small> We love being scraped!</small>\n</div>\n</div>\n</div>\n</header>\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -70,6 +71,32 @@ def listing(books: Sequence[Book], total: int, page: int, pages: int, style: Sty
     return layout.page(heading, crumb, content)
 
 
+def structured_data(book: Book, url: str) -> str:
+    """A book page's structured data: JSON-LD (a schema.org ``Product`` with its ``Offer``) and OpenGraph."""
+    price = f"{book.price_pence // 100}.{book.price_pence % 100:02d}"
+    availability = "https://schema.org/InStock" if book.stock > 0 else "https://schema.org/OutOfStock"
+    product = {
+        "@context": "https://schema.org",
+        "@type": "Product",
+        "name": book.title,
+        "sku": book.upc,
+        "category": CATEGORIES[book.category],
+        "offers": {"@type": "Offer", "price": price, "priceCurrency": "GBP", "availability": availability},
+    }
+    # "</" would end the script element early: JSON allows "<\/" for it.
+    block = json.dumps(product, ensure_ascii=False).replace("</", "<\\/")
+    metas = (
+        ("og:type", "product"),
+        ("og:title", book.title),
+        ("og:url", url),
+        ("og:image", f"/media/cache/{book.upc}.jpg"),
+        ("product:price:amount", price),
+        ("product:price:currency", "GBP"),
+    )
+    tags = "".join(f'<meta property="{p}" content="{escape(v)}" />\n' for p, v in metas)
+    return f'<script type="application/ld+json">{block}</script>\n{tags}'
+
+
 def detail(book: Book, style: Style) -> str:
     """The product page of one book."""
     title = escape(book.title)
@@ -106,7 +133,8 @@ def detail(book: Book, style: Style) -> str:
         f'<li><a href="/catalogue/category/{cat}/index.html">'
         f'{escape(CATEGORIES[book.category])}</a></li>\n<li class="active">{title}</li>\n'
     )
-    return layout.page(book.title, crumb, content)
+    head = structured_data(book, f"/catalogue/{book.slug}/index.html")
+    return layout.page(book.title, crumb, content, head)
 
 
 def private(path: str) -> str:
