@@ -274,3 +274,31 @@ def test_shell_helpers_run_selectors_fields_and_rules_over_the_page(tmp_path: Pa
         helpers.field("nope")
     namespace: dict[str, Any] = helpers.namespace()
     assert set(namespace) == {"spec", "page", "trace", "css", "field", "links"}
+
+
+def test_a_broken_json_ld_block_is_named_beside_the_field_it_leaves_missing(tmp_path: Path, sluice: Cli) -> None:
+    spec = _write(
+        tmp_path,
+        "shop.yaml",
+        "name: shop\nseeds: ['http://127.0.0.1:1/p.html']\nextract:\n  fields:\n    title: 'h1::text'\n"
+        "    price: {structured: jsonld, type: Product, path: offers.price, process: [price]}\n",
+    )
+    page = _write(
+        tmp_path,
+        "p.html",
+        '<html><head><script type="application/ld+json">{"@type": "Product", "offers": {"price": 3,}}</script>'
+        "</head><body><h1>Lamp</h1></body></html>",
+    )
+    out = sluice.json("parse", str(spec), str(page), "--json")
+    price = out["items"][0]["fields"][1]
+    assert price["selector"] == "jsonld offers.price of @type Product"
+    assert (price["raw"], price["value"], price["missing"]) == (None, None, True)
+    assert price["problems"] == [
+        "block 0: not JSON (line 1 column 44: Expecting property name enclosed in double quotes)"
+    ]
+    assert out["records"] == [
+        {"_key": "http://127.0.0.1:1/p.html#0", "_page": "http://127.0.0.1:1/p.html", "title": "Lamp", "price": None}
+    ]
+    code, text, _ = sluice("parse", str(spec), str(page))
+    assert code == 0
+    assert "      left out: block 0: not JSON (line 1 column 44" in text
