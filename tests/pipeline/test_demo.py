@@ -36,6 +36,10 @@ def test_the_demo_breaks_night_3_and_night_4_repairs_it_from_the_archive_without
     assert summary["reextracted"]["pages"] == 50
     assert summary["reextracted"]["missing_archive"] == 0
     assert summary["reextracted"]["from_runs"] == [night3.run_id]
+    before = summary["reextracted"]["before"]  # what night 3 said when it ran, kept for its history
+    assert before["verdict"]["healthy"] is False
+    assert [a["check"] for a in before["verdict"]["alerts"]] == ["records_nonzero", "record_count_drop"]
+    assert before["records"]["total"] == 0
     last_row = next(line for line in text.splitlines() if line.startswith("3* "))
     assert last_row.split()[3] == "1000"
     assert last_row.endswith("healthy")

@@ -136,6 +136,13 @@ def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec |
         "links_followed": False,
         "seconds": round(seconds, 3),
     }
+    if old_summary is not None:
+        # What the run said when it ran: the alerts it raised then stay in its history (`sluice report` marks
+        # them). A second re-extraction keeps the first one's record of it.
+        earlier = (old_summary.get("reextracted") or {}).get("before")
+        summary["reextracted"]["before"] = earlier or {
+            key: old_summary[key] for key in ("verdict", "records", "null_rates") if key in old_summary
+        }
     summary["finalized_at"] = old_summary.get("finalized_at") if old_summary else summary["reextracted"]["at"]
     key = summary_key(crawl, run_id)
     services.objects.put(key, summary_json(summary), "application/json")

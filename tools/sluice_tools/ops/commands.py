@@ -166,6 +166,14 @@ def _where(parser: argparse.ArgumentParser, *, specs: bool = True) -> None:
 
 def add_commands(commands: Any) -> None:
     """The operating commands, on `sluice`'s subcommand parser."""
+    from sluice_tools.report.command import LAST_RUNS, report
+
+    rp = commands.add_parser("report", help="the last runs of each crawl drawn in one self-contained HTML file")
+    rp.add_argument("crawls", nargs="*", metavar="NAME", help="crawls to draw (default: every crawl there is)")
+    _where(rp)
+    rp.add_argument("--out", default="report.html", help="the file to write (default report.html)")
+    rp.add_argument("--last", type=_count(1000), default=LAST_RUNS, help=f"runs per crawl (default {LAST_RUNS})")
+    rp.set_defaults(run=report)
     q = commands.add_parser("query", help="SQL over the local output with DuckDB: a table per crawl, as on Athena")
     q.add_argument("sql", metavar="SQL", help="e.g. \"SELECT count(*) FROM demo_books WHERE run = 'RUN_ID'\"")
     q.add_argument("--state", default=STATE, help=f"the local state folder `sluice run` keeps (default {STATE})")
