@@ -91,6 +91,12 @@ def records_file(crawl: str, run_id: str, number: int, type_: str | None = None)
     return f"{folder}part-{number:05d}.jsonl"
 
 
+def parquet_prefix(crawl: str, run_id: str) -> str:
+    """The run's records again as Parquet, beside the JSON Lines (``parquet/records.parquet``, or one per
+    ``type=TYPE/``), and ``parquet/done.json`` written last: a query reads them only once it is there."""
+    return f"{run_prefix(crawl, run_id)}parquet/"
+
+
 def index_key(crawl: str, run_id: str) -> str:
     return f"{run_prefix(crawl, run_id)}pages.index"
 

@@ -1,7 +1,8 @@
 """`sluice query`: SQL over the local output with DuckDB, each crawl a view named and typed as its Athena table.
 
 A crawl's view reads every ``runs/crawl=NAME/run=ID/records/part-*.jsonl`` under the state
-folder's objects (the keys S3 holds) with DuckDB's JSON reader, with the columns
+folder's objects (the keys S3 holds) with DuckDB's JSON reader (or the run's Parquet copy, where one
+was written), with the columns
 :mod:`sluice.spec.columns` gives the Glue table (never auto-detected, so a type never drifts with
 the data) and the path's ``crawl`` and ``run`` as partition columns: a query written here runs on
 Athena unchanged. A record line's keys are the spec's field names as written; Athena's JSON SerDe
@@ -11,7 +12,7 @@ lower case, as the table does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +41,29 @@ PART_GLOB = "run=*/records/part-*.jsonl"
 TYPED_PART_GLOB = "run=*/records/type=*/part-*.jsonl"
 """A spec with page types writes each type's parts under its own folder: one view for all, partitioned by type,
 and a view per type (``NAME__TYPE``) over its folder alone."""
+PARQUET_GLOB = "run=*/parquet/records.parquet"
+TYPED_PARQUET_GLOB = "run=*/parquet/type=*/records.parquet"
+"""A run's records as Parquet (:mod:`sluice_tools.runner.parquet`), laid out as its JSON Lines are."""
 
 
 class QueryError(Exception):
     """A query DuckDB refused, or output that cannot be read; one line that names the tables there are."""
 
 
+PARQUET_DONE = "done.json"
+"""Written last by the Parquet writer (:mod:`sluice_tools.runner.parquet`): a run's Parquet is read only then."""
+
+
+def _run_folder(path: Path) -> Path:
+    return next(p for p in path.parents if p.name.startswith("run="))
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlTable:
-    """One crawl's view: its name, its columns (the record's, then the partitions) and the files it reads."""
+    """One crawl's view: its name, its columns (the record's, then the partitions) and the files it reads.
+
+    A run whose records were also written as Parquet (``parquet/done.json`` there) is read from its Parquet
+    files; every other run from its JSON Lines parts. Both are typed as the Glue table."""
 
     crawl: str
     name: str
@@ -56,46 +71,86 @@ class CrawlTable:
     keys: list[str]
     """The key each record column has in a record line, in column order (the spec's field names as written)."""
     files: list[Path]
+    """JSON Lines parts, of the runs without Parquet."""
+    parquet: list[Path] = field(default_factory=list)
 
     @classmethod
     def of(cls, spec: CrawlSpec, objects: Path) -> CrawlTable:
         columns = record_columns(spec)
         provenance = [c.name for c in PROVENANCE] + ([] if spec.types is None else ["_type"])
         keys = provenance + field_names(spec)
-        files = sorted((objects / crawl_prefix(spec.name)).glob(PART_GLOB if spec.types is None else TYPED_PART_GLOB))
-        return cls(spec.name, table_name(spec.name), [*columns, *partitions(spec)], keys, files)
+        folder = objects / crawl_prefix(spec.name)
+        parts = PART_GLOB if spec.types is None else TYPED_PART_GLOB
+        parquet = PARQUET_GLOB if spec.types is None else TYPED_PARQUET_GLOB
+        return cls._split(spec.name, table_name(spec.name), [*columns, *partitions(spec)], keys, folder, parts, parquet)
 
     @classmethod
     def of_type(cls, spec: CrawlSpec, kind: str, objects: Path) -> CrawlTable:
         """A page type's own view, as its Glue table: its fields and those carried to it, over its folder."""
         keys = [c.name for c in PROVENANCE] + ["_type", *type_fields(spec, kind)]
-        files = sorted((objects / crawl_prefix(spec.name)).glob(f"run=*/records/type={kind}/part-*.jsonl"))
         columns = [*type_columns(spec, kind), *PARTITIONS]
-        return cls(spec.name, type_table_name(spec.name, kind), columns, keys, files)
+        folder = objects / crawl_prefix(spec.name)
+        parts, parquet = f"run=*/records/type={kind}/part-*.jsonl", f"run=*/parquet/type={kind}/records.parquet"
+        return cls._split(spec.name, type_table_name(spec.name, kind), columns, keys, folder, parts, parquet)
+
+    @classmethod
+    def _split(
+        cls, crawl: str, name: str, columns: list[Column], keys: list[str], folder: Path, parts: str, parquet: str
+    ) -> CrawlTable:
+        done = {f.parent.parent for f in folder.glob(f"run=*/parquet/{PARQUET_DONE}")}
+        jsonl = [f for f in sorted(folder.glob(parts)) if _run_folder(f) not in done]
+        columnar = [f for f in sorted(folder.glob(parquet)) if _run_folder(f) in done]
+        return cls(crawl, name, columns, keys, jsonl, columnar)
+
+    def of_run(self, run_id: str) -> CrawlTable:
+        """The same view over one run's JSON Lines alone (what the Parquet writer reads)."""
+        own = [f for f in self.files if _run_folder(f).name == f"run={run_id}"]
+        return CrawlTable(self.crawl, self.name, self.columns, self.keys, own)
 
     @property
     def runs(self) -> int:
-        return len({next(p.name for p in f.parents if p.name.startswith("run=")) for f in self.files})
+        return len({_run_folder(f) for f in [*self.files, *self.parquet]})
+
+    @property
+    def record_columns(self) -> list[Column]:
+        return self.columns[: len(self.keys)]
 
     def view_sql(self) -> str:
-        """The view's ``CREATE VIEW``: the JSON reader with explicit columns, or no rows if no run wrote any."""
-        record = self.columns[: len(self.keys)]
-        if not self.files:
+        """The view's ``CREATE VIEW``: the JSON and Parquet readers with explicit types, or no rows if none."""
+        selects = [s for s in (self._json_select(), self._parquet_select()) if s is not None]
+        if not selects:
             nothing = ", ".join(f"CAST(NULL AS {c.duckdb}) AS {_name(c.name)}" for c in self.columns)
             return f"CREATE VIEW {_name(self.name)} AS SELECT {nothing} WHERE false"
+        return f"CREATE VIEW {_name(self.name)} AS " + " UNION ALL ".join(selects)
+
+    def _hive_types(self) -> str:
+        return ", ".join(f"{_text(c.name)}: {_text(c.duckdb)}" for c in self.columns[len(self.keys) :])
+
+    def _json_select(self) -> str | None:
+        if not self.files:
+            return None
+        record = self.record_columns
         read = ", ".join(f"{_text(key)}: {_text(c.duckdb)}" for key, c in zip(self.keys, record, strict=True))
-        parts = self.columns[len(self.keys) :]
-        hive_types = ", ".join(f"{_text(c.name)}: {_text(c.duckdb)}" for c in parts)
         files = ", ".join(_text(str(f)) for f in self.files)
         select = ", ".join(
             [*(f"{_name(key)} AS {_name(c.name)}" for key, c in zip(self.keys, record, strict=True))]
-            + [_name(c.name) for c in parts]
+            + [_name(c.name) for c in self.columns[len(self.keys) :]]
         )
         # Every name and path is quoted by _name and _text (a crawl's and its fields' names are validated too).
         return (
-            f"CREATE VIEW {_name(self.name)} AS SELECT {select} FROM read_json([{files}], "  # noqa: S608
+            f"SELECT {select} FROM read_json([{files}], "  # noqa: S608
             f"columns = {{{read}}}, format = 'newline_delimited', "
-            f"hive_partitioning = true, hive_types = {{{hive_types}}})"
+            f"hive_partitioning = true, hive_types = {{{self._hive_types()}}})"
+        )
+
+    def _parquet_select(self) -> str | None:
+        if not self.parquet:
+            return None
+        select = ", ".join(f"CAST({_name(c.name)} AS {c.duckdb}) AS {_name(c.name)}" for c in self.columns)
+        files = ", ".join(_text(str(f)) for f in self.parquet)
+        return (
+            f"SELECT {select} FROM read_parquet([{files}], "  # noqa: S608
+            f"hive_partitioning = true, hive_types = {{{self._hive_types()}}}, union_by_name = true)"
         )
 
 

@@ -26,6 +26,7 @@ from sluice.spec import CrawlSpec, load_spec
 from sluice.spec.load import SPEC_SUFFIXES
 from sluice_tools.ops.history import NoSuchRun, StageHistory, run_named
 from sluice_tools.ops.stage import Stage, aws_errors
+from sluice_tools.runner.parquet import rewrite_parquet
 from sluice_tools.runner.session import exclusive, logs_to
 
 
@@ -60,7 +61,11 @@ def reextract_local(state_dir: Path, run_id: str, spec_path: Path | None, specs_
             log = state_dir / "logs" / f"{run.crawl}-{run_id}.jsonl"
             log.parent.mkdir(parents=True, exist_ok=True)
             with log.open("a", encoding="utf-8") as sink, logs_to(sink):
-                return reextract_run(run.crawl, run_id, services, spec)
+                done = reextract_run(run.crawl, run_id, services, spec)
+                # The run's Parquet copy is its records again: rewritten from the rebuilt JSON Lines (on failure
+                # it is gone, logged, and queries read the JSON Lines).
+                rewrite_parquet(spec, state_dir / "objects", run_id)
+                return done
         finally:
             store.close()
 

@@ -35,6 +35,7 @@ from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import StartFailed, start_run
 from sluice.pipeline.visit import Container, visit_batch
 from sluice.spec import CrawlSpec
+from sluice_tools.runner.parquet import with_parquet
 from sluice_tools.runner.secrets import local_credentials
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
@@ -111,7 +112,7 @@ class LocalFleet:
                 max_receive_count=self.config.max_receive_count,
             )
             try:
-                result = self._run(spec, store, progress, restart)
+                result = with_parquet(self._run(spec, store, progress, restart), spec, self.state_dir / "objects")
             finally:
                 store.close()
         named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")

@@ -61,6 +61,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "sitemaps": s.get("sitemaps"),
         "cost": s.get("cost"),
         "outputs": run.outputs,
+        "notes": run.notes,
     }
 
 
@@ -185,7 +186,10 @@ def as_text(run: LocalRun) -> str:
             f" + ${cost['fixed_per_run_usd']:.4f} per run"
         )
     lines.append(f"  records  {run.outputs['records']}")
+    if "parquet" in run.outputs:
+        lines.append(f"  parquet  {run.outputs['parquet']}")
     lines.append(f"  summary  {run.outputs['summary']}")
+    lines.extend(f"  note     {note}" for note in run.notes)
     if "logs" in run.outputs:
         lines.append(f"  logs     {run.outputs['logs']}")
     return "\n".join(lines)
