@@ -44,7 +44,8 @@ def test_a_local_run_writes_parquet_beside_its_json_lines_and_query_counts_equal
         "files": 1,
         "compression": "zstd",
     }
-    described = duckdb.execute("DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning = false)", [str(folder / "records.parquet")]).fetchall()
+    describe = "DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning = false)"
+    described = duckdb.execute(describe, [str(folder / "records.parquet")]).fetchall()
     types = {row[0]: row[1] for row in described}
     assert types == {
         "_key": "VARCHAR",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -138,3 +139,22 @@ def test_show_of_a_run_in_flight_says_how_far_it_got(local: LocalCrawls, sluice:
     assert "so far   0 of 50 pages done" in text
     rows = sluice.json("runs", "demo-books", "--state", str(local.state), "--json")
     assert (rows[0]["status"], rows[0]["verdict"], rows[0]["records"]) == ("running", "-", None)
+
+
+def test_report_draws_the_same_runs_from_either_place(three_runs: Runs, sluice: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "report.html"
+    code, printed, err = sluice("report", "demo-books", *three_runs.where, "--out", str(out))
+    assert code == 0, err
+    assert printed.strip() == str(out)
+    html = out.read_text(encoding="utf-8")
+    ids = [r["run_id"] for r in three_runs.results]
+    assert re.findall(r'<section class="run (\w+)" id="run-([^"]+)"', html) == [
+        ("healthy", ids[0]),
+        ("healthy", ids[1]),
+        ("unhealthy", ids[2]),
+    ]
+    assert re.findall(r'<li class="alert" data-check="(\w+)">', html) == ["records_nonzero", "record_count_drop"]
+    records = html.split('data-chart="records"')[1].split("</figure>")[0]
+    points = records.split("points_marks")[1].split("</g>")[0]
+    assert points.count("<path") == 3
+    assert records.count('xlink:href="#run-') == 3 + 1  # each point, and the alert's rule
