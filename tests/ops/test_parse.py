@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -302,3 +305,22 @@ def test_a_broken_json_ld_block_is_named_beside_the_field_it_leaves_missing(tmp_
     code, text, _ = sluice("parse", str(spec), str(page))
     assert code == 0
     assert "      left out: block 0: not JSON (line 1 column 44" in text
+
+
+def test_the_shell_is_a_python_prompt_with_the_page_and_its_helpers(tmp_path: Path) -> None:
+    spec = _write(tmp_path, "cards.yaml", CARDS_SPEC)
+    page = _write(tmp_path, "cards.html", CARDS)
+    typed = "print(css('h2::text'))\nprint([f.value for f in field('price')])\nprint(len(links()))\n"
+    shell = subprocess.run(  # noqa: S603 - the project's own CLI, with the test's files
+        [sys.executable, "-m", "sluice_tools.cli", "shell", str(spec), str(page)],
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(str(ROOT / p) for p in ("functions", "tools"))},
+    )
+    assert shell.returncode == 0, shell.stderr
+    printed = [line.removeprefix(">>> ") for line in shell.stdout.splitlines()]  # the prompt goes to stdout too
+    assert printed == ["['One', 'Two', 'Three']", "[1.5, None, 3.0]", "4", ""]
+    assert "helpers: css(selector), field(name), links(rule); page, trace, spec" in shell.stderr
