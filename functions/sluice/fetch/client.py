@@ -75,7 +75,8 @@ class PageFetcher:
 
     The fetcher owns its transport (closed by :meth:`aclose`) and keeps no cookies. ``credentials``
     (the spec's ``request`` section, resolved) add headers to every request, credentials only to the
-    crawl's own hosts, and route every request through the proxy, if one is given.
+    origins the spec names (robots.txt and redirects included), and route every request through the
+    proxy, if one is given.
     """
 
     def __init__(
@@ -277,7 +278,7 @@ class PageFetcher:
             refusal = await self.guard.check(credentials.proxy.url)
             if refusal is not None:
                 raise SkipFetch(f"proxy refused: {refusal}")
-        carry = True  # credentials go while the chain stays on the crawl's hosts, and never again once it left
+        carry = True  # credentials go while the chain stays on the spec's origins, and never again once it left
         previous: httpx.URL | None = None
         for hop in range(self.politeness.max_redirects + 1):
             refusal = await self.guard.check(target)

@@ -2,7 +2,7 @@
 
 The scheduler reads them once per run, with the fetch layer's own client (the address guard on
 every hop, robots.txt, retries, the body cap, gzip decoded under the same cap, and what the spec's
-``request`` section adds: its headers, its credentials to the crawl's hosts, its proxy) and the run's
+``request`` section adds: its headers, its credentials to the spec's origins, its proxy) and the run's
 shared robots.txt store, so a site sees its robots.txt asked once for the whole run. Level by
 level from the listed sitemaps (depth 0), at most :data:`READERS` at a time: an index's
 sitemaps are one hop deeper. Every bound refuses what it stops, by name, and takes nothing else

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -29,8 +30,8 @@ from pydantic import (
 from sluice.domain.pages import MAX_URL
 from sluice.domain.recrawl import DAY_S, Schedule
 from sluice.extraction.patterns import compile_pattern
-from sluice.extraction.urls import inspect_url
-from sluice.spec.request import RequestSpec
+from sluice.extraction.urls import Scope, inspect_url
+from sluice.spec.request import Origin, RequestSpec, origin_of, show_origin
 from sluice.spec.selectors import FieldSelector, check_css, parse_field_selector
 
 _WHITESPACE = re.compile(r"\s")
@@ -617,6 +618,35 @@ class CrawlSpec(_Strict):
         if self.seeds.template:
             hosts.add(urlsplit(self.seeds.template.replace("{n}", "1")).hostname or "")
         return frozenset(h.lower() for h in hosts if h)
+
+    def credential_origins(self) -> frozenset[Origin]:
+        """The origins the ``request`` section's credentials go to: the seed URLs', the template's, the listed
+        sitemaps' and ``request.origins``. Another port, plain http beside https, a subdomain: each is named or
+        gets none (a seed file names no origin: its crawl lists them in ``request.origins``)."""
+        sitemaps = self.seeds.sitemaps.urls if self.seeds.sitemaps is not None else []
+        urls = [*self.seeds.urls, *sitemaps, *self.request.origins]
+        if self.seeds.template:
+            urls.append(self.seeds.template.replace("{n}", "1"))
+        return frozenset(o for o in map(origin_of, urls) if o is not None)
+
+    @model_validator(mode="after")
+    def _credential_origins(self) -> CrawlSpec:
+        if not self.request.has_credentials:
+            return self
+        if not self.credential_origins():
+            raise ValueError(
+                "request.origins: the seeds name no origin for the credentials to go to (a seed file's are not read "
+                "when the spec is checked): list them, e.g. origins: [https://shop.example]"
+            )
+        hosts = replace(Scope.from_spec(self), allow=(), deny=())
+        for i, text in enumerate(self.request.origins):
+            origin = origin_of(text)
+            if origin is not None and not hosts.allows(f"{show_origin(origin)}/"):
+                raise ValueError(
+                    f"request.origins: entry {i + 1}: {text!r} is not on the crawl's hosts "
+                    "(follow.allowed_domains, else the seeds' hosts): no page there is crawled"
+                )
+        return self
 
     def digest(self) -> str:
         """A stable hash of the spec's content, recorded with each run.
