@@ -446,6 +446,9 @@ class Alerts(_Strict):
     """If set, unhealthy when more of the last run's records are gone (absent from this run) than this share."""
     fail_when_truncated: bool = False
     """A run that ``follow.max_pages`` or ``follow.max_depth`` cut short is unhealthy (else it only says so)."""
+    fail_when_carry_lost: bool = False
+    """A run with pages that kept stale carried data, or carried fields left out of a link's data, is unhealthy
+    (else its ``carry_stale`` and ``carry_dropped`` checks only say so)."""
 
 
 class Output(_Strict):
@@ -657,6 +660,11 @@ class CrawlSpec(_Strict):
         # ``recrawl`` never is: it says when pages are asked, not what their records are, so turning it on or
         # changing its numbers keeps the catalog's records carried and its pages' intervals.
         left_out: dict[str, Any] = {"request": True} if not self.request.configured else {}
+        # Keys added later are left out at their defaults, so the specs written before them keep their digest.
+        if self.request.configured and not self.request.origins:
+            left_out["request"] = {"origins": True}
+        if not self.alerts.fail_when_carry_lost:
+            left_out["alerts"] = {"fail_when_carry_lost": True}
         left_out["recrawl"] = True
         left_out |= {"types": True} if self.types is None else {"extract": True}
         # So is output.archive: keeping the responses changes no record, so switching it on fetches nothing anew.

@@ -221,7 +221,7 @@ class Crawl:
         if task.depth < self.spec.follow.depth_limit:
             # A spec with types: each link keeps the rule that found it (its type) and what it carries.
             rules = extraction.rules or {}
-            carried = carried_data(self.spec, extraction, records) if rules else {}
+            carried = carried_data(self.spec, extraction, records)[0] if rules else {}
             for link in extraction.links:
                 self._frontier.admit(link, task.depth + 1, rules.get(link), carried.get(link))
         else:
