@@ -25,7 +25,7 @@ from types import TracebackType
 
 import httpx
 
-from sluice.domain.hosts import host_key
+from sluice.domain.hosts import host_key, pause_refused
 from sluice.extraction.urls import resolve_link
 from sluice.spec import Politeness
 
@@ -249,6 +249,9 @@ class PageFetcher:
                 return Failed(url, exc.reason, True, exc.status, exc.retry_after_s, attempt)
             except RetryableFetchError as exc:
                 error = exc
+            if error.retry_after_s is not None and error.retry_after_s > self.gate.pause_cap_s:
+                # The gate blocked the host for the run on this answer: the page says so now, not after a wait.
+                return Skipped(url, pause_refused(host_key(url), error.retry_after_s, self.gate.pause_cap_s))
             if attempt >= limit:
                 return Failed(url, error.reason, True, error.status, error.retry_after_s, attempt)
             if error.retry_after_s is not None:
@@ -395,7 +398,9 @@ class PageFetcher:
 
     async def _fetch_robots(self, url: str) -> RobotsResponse:
         self.stats.robots_fetches += 1
-        got = await self._with_retries(url, None, True, None, None)
+        # A host paused for longer than a request's timeout is not waited for here, silently: robots.txt is
+        # unreachable for now, and the page goes back to the queue with the reason.
+        got = await self._with_retries(url, None, True, None, self.politeness.timeout_seconds)
         if isinstance(got, Skipped):
             return RobotsResponse(None, error=got.reason, permanent=True)
         if isinstance(got, Failed):

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from sluice.domain.hosts import HostState, host_key
+from sluice.domain.hosts import MAX_PAUSE_S, HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
     BY_SCHEDULE,
@@ -334,6 +334,8 @@ class _RunBatch:
         known = await asyncio.to_thread(services.frontier.entries, self.run_id, maybe_done) if maybe_done else {}
         todo = [(h, q, t) for h, (q, t) in owner.items() if not _done(known.get(h))]
         fetcher = await self._fetcher(spec)
+        if isinstance(fetcher, PageFetcher):  # a host may pause the crawl an hour at most, and never past the run
+            fetcher.gate.pause_cap_s = max(0.0, min(MAX_PAUSE_S, run.seconds_left()))
         hosts = await self._adopt_hosts(fetcher, todo) if isinstance(fetcher, PageFetcher) else []
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
