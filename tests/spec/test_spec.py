@@ -270,3 +270,37 @@ def test_a_sitemap_only_spec_is_scoped_to_the_sitemaps_hosts_and_reads_the_seeds
         )
     ).seeds
     assert seeds.robots_sites() == ["https://b.example", "https://d.example", "http://c.example:8080"]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "deep", "where"),
+    [
+        (".yaml", "types: " + "[" * 200_000 + "]" * 200_000, "line 3 column 39"),  # the issue's 400 KB document
+        (".yaml", "types:\n" + "".join(" " * i + "-\n" for i in range(1, 1_200)), "line 35 column 33"),  # by indent
+        (".json", '"types": "[[ not nesting ]]", "x": ' + "{" * 100_000 + "}" * 100_000, "line 3 column 67"),
+    ],
+    ids=["yaml-flow", "yaml-block", "json"],
+)
+def test_a_document_nested_too_deep_is_refused_before_it_is_built(
+    tmp_path: Path, suffix: str, deep: str, where: str
+) -> None:
+    """main's `sluice validate` printed a RecursionError traceback for the issue's 400 KB YAML."""
+    path = tmp_path / f"g-deep{suffix}"
+    if suffix == ".json":
+        path.write_text('{"name": "g-deep",\n"seeds": ["http://a.example/"],\n' + deep + "}\n")
+    else:
+        path.write_text("name: g-deep\nseeds: [http://a.example/]\n" + deep + "\n")
+    assert path.stat().st_size < 1024 * 1024
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.errors == [
+        f"(file): nested more than 32 levels deep at {where}: a spec is a few levels of mappings and lists"
+    ]
+
+
+def test_a_document_at_the_nesting_bound_is_validated_as_usual(tmp_path: Path) -> None:
+    path = tmp_path / "g-deep.yaml"
+    path.write_text("name: g-deep\nseeds: [http://a.example/]\nextract: {fields: {t: h1}}\nx: " + "[" * 31 + "]" * 31)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.errors == ["x: unknown key"]
