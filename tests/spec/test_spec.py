@@ -304,3 +304,51 @@ def test_a_document_at_the_nesting_bound_is_validated_as_usual(tmp_path: Path) -
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert caught.value.errors == ["x: unknown key"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "typed", "error"),
+    [
+        ({"run": "h1"}, False, "extract.fields.run: 'run' is a partition column of the crawl's tables (crawl, run)"),
+        ({"Crawl": "h1"}, False, "extract.fields.Crawl: 'Crawl' is a partition column of the crawl's tables"),
+        ({"type": "h1"}, True, "types.page.extract.fields.type: 'type' is a partition column of the crawl's tables"),
+        (
+            {"Price": "h1", "price": "h2"},
+            False,
+            "extract.fields.price: the same column as extract.fields.Price when case is ignored",
+        ),
+    ],
+)
+def test_a_field_name_the_tables_cannot_hold_is_refused_naming_its_path(
+    fields: dict[str, str], typed: bool, error: str
+) -> None:
+    """main accepted them: the partitions replaced the records' own values in `sluice query` and Athena, and two
+    names one without case broke every query."""
+    data: dict[str, Any] = {"name": "books", "seeds": ["https://books.example/"]}
+    if typed:
+        data["types"] = {
+            "page": {"pages": "/", "extract": {"fields": fields}},
+            "other": {"pages": "/other", "extract": {"fields": {"title": "h1"}}},
+        }
+    else:
+        data["extract"] = {"fields": fields}
+    with pytest.raises(SpecError) as caught:
+        parse_spec(data)
+    assert any(error in e for e in caught.value.errors), caught.value.errors
+
+
+def test_a_field_named_type_is_a_plain_field_of_a_one_type_spec_and_two_types_may_share_a_spelling() -> None:
+    assert (
+        "type"
+        in parse_spec(
+            {"name": "b", "seeds": ["https://b.example/"], "extract": {"fields": {"type": "h1"}}}
+        ).extract.fields
+    )  # type: ignore[union-attr]
+    types = {
+        "a": {"pages": "/a", "extract": {"fields": {"price": "h1"}}},
+        "b": {"pages": "/b", "extract": {"fields": {"price": "h2"}}},
+    }
+    assert parse_spec({"name": "b", "seeds": ["https://b.example/"], "types": types}).types is not None
+    types["b"]["extract"]["fields"] = {"PRICE": "h2"}  # type: ignore[index]
+    with pytest.raises(SpecError, match=r"types\.b\.extract\.fields\.PRICE: the same column as types\.a"):
+        parse_spec({"name": "b", "seeds": ["https://b.example/"], "types": types})

@@ -560,6 +560,31 @@ class CrawlSpec(_Strict):
                         raise ValueError(f"types.{name}.via names {rule!r}, which no type's follow rules name")
         return self
 
+    @model_validator(mode="after")
+    def _fields_fit_the_tables(self) -> CrawlSpec:
+        """Field names the crawl's tables can hold as columns: no partition's name (its value would replace the
+        record's), and no two that are one name when case is ignored (the tables and Athena's JSON reader take
+        names without case: a query would fail on every table)."""
+        partitions = ["crawl", "run", *(["type"] if self.types is not None else [])]
+        seen: dict[str, tuple[str, str]] = {}
+        for kind, extract in self.extracts().items():
+            where = "extract.fields" if kind is None else f"types.{kind}.extract.fields"
+            for name in extract.fields:
+                folded = name.lower()
+                if folded in partitions:
+                    raise ValueError(
+                        f"{where}.{name}: {name!r} is a partition column of the crawl's tables "
+                        f"({', '.join(partitions)}): the output path's value would stand for the record's; "
+                        "rename the field"
+                    )
+                other = seen.setdefault(folded, (name, where))
+                if other[0] != name:
+                    raise ValueError(
+                        f"{where}.{name}: the same column as {other[1]}.{other[0]} when case is ignored (the tables "
+                        "and Athena's JSON reader take names without case): give both one spelling, or rename one"
+                    )
+        return self
+
     def page_type(self, url: str, via: str | None) -> str | None:
         """The first type (in spec order) a page is: its URL matches ``pages`` and ``via`` has the rule that led
         there (each where given); None for a one-type spec, or a page no type takes."""
