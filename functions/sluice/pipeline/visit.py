@@ -769,8 +769,8 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
     )
     carried, carry_dropped = carried_data(spec, extraction, records)
     found = children(task, extraction.links, spec, extraction.rules, carried)
-    if found.dropped:
-        result = replace(result, dropped_links=found.dropped)
+    if found.dropped or extraction.links_dropped:
+        result = replace(result, dropped_links=found.dropped + extraction.links_dropped)
     if carried:
         result = replace(result, kids=by_link(carried))
     if carry_dropped:
