@@ -114,7 +114,8 @@ class FixedEndpoints:
         carry-item/{i}                      an item page: <h2 class="item">item i</h2>
         carry-bump/{key}                    the next version of key's prices (every price of carry-list/key + 100)
         deep?depth=N&closed=1|0             N nested <div>s (closed or not) around a link to /_test/status/200
-        sitemap-nest/{n}                    a sitemap index of sitemap-nest/{n-1}; at 0, a urlset of the first listing
+        sitemap-nest/{n}?host=H             a sitemap index of sitemap-nest/{n-1} (on host H, if given); at 0, a
+                                            urlset of the first listing
         sitemap-bad?kind=broken|doctype|html   a sitemap that is no sitemap: cut off, with a DTD, or an HTML page
         sitemap-bomb?bytes=N                a gzip file (not a content coding) inflating to N zero bytes
         """
@@ -210,8 +211,9 @@ class FixedEndpoints:
     def _sitemap_nest(self, request: Request, arg: str) -> Result:
         n = int(arg) if arg.isdigit() else 0
         base = f"http://{request.headers.get('host', '127.0.0.1')}"
+        child = f"http://{request.query['host']}" if request.query.get("host") else base
         if n > 0:
-            return Response(200, [("Content-Type", XML)], sitemap_index([(f"{base}/_test/sitemap-nest/{n - 1}", 0)]))
+            return Response(200, [("Content-Type", XML)], sitemap_index([(f"{child}/_test/sitemap-nest/{n - 1}", 0)]))
         return Response(200, [("Content-Type", XML)], urlset([(f"{base}/catalogue/page-1.html", 0)]))
 
     def _sitemap_bad(self, request: Request, arg: str) -> Result:
