@@ -114,3 +114,17 @@ def test_sluice_crawl_takes_page_types_and_carries_fields_along_their_rules(
     summary = summarize(spec, tally, out, 1.0)
     assert summary["by_type"] == {"book": 40, "listing": 40}
     assert "  types    listing 40 records, book 40 records" in summary["text"].splitlines()
+
+
+@pytest.mark.timeout(60)
+def test_a_link_too_long_for_a_run_is_dropped_and_counted_by_the_engine_as_by_the_pipeline(
+    site: RunningDemoSite, tmp_path: Path
+) -> None:
+    """main's `sluice crawl` fetched a 3,004-character link the pipeline drops: extraction now leaves it out."""
+    spec = spec_for(site, "/_test/long-link?chars=3000")
+    with JsonlSink(tmp_path / "records.jsonl") as sink:
+        tally = asyncio.run(crawl(spec, sink, allow_loopback=True))
+    assert tally.links_dropped == 1
+    assert site.stats.count("/_test/status/200") >= 1  # the short link was followed
+    long_paths = [r.path for r in site.stats.records("/_test/status/200") if "pad=" in r.target]
+    assert long_paths == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.domain.pages import PageResult, Prior, RecordCounts
+from sluice.domain.pages import PageResult, PartBlock, Prior, RecordCounts
 from sluice.messages import PriorState
 
 FETCHED_AT = 1_796_000_000
@@ -43,3 +43,18 @@ def test_the_fetch_time_travels_through_the_store_and_the_task_and_a_page_not_du
     assert result.holds_records
     prior = PriorState.of(result.prior()).prior()
     assert (prior.fetched_at, prior.carried, prior.records) == (FETCHED_AT, True, 20)
+
+
+def test_what_a_listing_carried_round_trips_through_the_stores_plain_form() -> None:
+    result = PageResult(
+        "https://shop.example/list",
+        0,
+        "seed",
+        "fetched",
+        kids_block=PartBlock("p1", 10, 20),
+        carry_stale=True,
+        carry_dropped={"note": 2},
+    )
+    plain = result.to_plain()
+    assert (plain["kw"], plain["cs"], plain["cd"]) == (["p1", 10, 20], True, {"note": 2})
+    assert PageResult.from_plain(plain) == result

@@ -1,4 +1,4 @@
-"""What a crawl's requests carry: headers, cookies and basic auth sent, kept to the crawl's hosts, proxied."""
+"""What a crawl's requests carry: headers, cookies and basic auth sent, kept to the spec's origins, proxied."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from sluice.domain.secrets import Secret, SecretUnavailable
-from sluice.extraction.urls import Scope
 from sluice.fetch import AddressGuard, Failed, Fetched, PageFetcher, Skipped
 from sluice.fetch.credentials import RequestCredentials, resolve_request
 from sluice.spec import Politeness, RequestSpec
+from sluice.spec.request import Origin
 
 pytestmark = pytest.mark.anyio
 Respond = Callable[..., httpx.Response]
@@ -35,7 +35,9 @@ SECTION = {
     "cookies": {"consent": "yes", "demo_session": {"secret": "demo/session"}},
     "basic_auth": {"username": "reader", "password": {"secret": "ssm:/demo/password"}},
 }
-SCOPE = Scope(frozenset({"example.com"}), frozenset())
+ORIGINS: frozenset[Origin] = frozenset({("https", "example.com", 443)})
+"""The origins the spec names: https on its default port, nothing else of the host."""
+PLAIN = frozenset({("http", "example.com", 80)})
 BASIC = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
 
 
@@ -48,8 +50,10 @@ def read(secrets: dict[str, str]) -> Callable[[str], Secret]:
     return reader
 
 
-def credentials(section: dict[str, Any] = SECTION, secrets: dict[str, str] = SECRETS) -> RequestCredentials:
-    return resolve_request(RequestSpec.model_validate(section), SCOPE, read(secrets))
+def credentials(
+    section: dict[str, Any] = SECTION, secrets: dict[str, str] = SECRETS, origins: frozenset[Origin] = ORIGINS
+) -> RequestCredentials:
+    return resolve_request(RequestSpec.model_validate(section), origins, read(secrets))
 
 
 def fetcher_on(
@@ -67,7 +71,7 @@ def fetcher_on(
     )
 
 
-async def test_headers_cookies_and_basic_auth_are_sent_to_the_crawls_hosts(respond: Respond) -> None:
+async def test_headers_cookies_and_basic_auth_are_sent_to_the_specs_origins(respond: Respond) -> None:
     seen: list[httpx.Headers] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -76,8 +80,9 @@ async def test_headers_cookies_and_basic_auth_are_sent_to_the_crawls_hosts(respo
 
     async with fetcher_on(handler, credentials()) as fetcher:
         outcome = await fetcher.fetch("https://example.com/members/page-1.html")
-        await fetcher.fetch("https://shop.example.com/basket")  # a subdomain of an allowed host
+        await fetcher.fetch("https://EXAMPLE.com.:443/basket")  # the same origin, spelled otherwise
     assert isinstance(outcome, Fetched)
+    assert len(seen) == 2
     for headers in seen:
         assert headers["accept-language"] == "en-GB"
         assert headers["x-demo-token"] == TOKEN
@@ -91,16 +96,18 @@ async def test_headers_cookies_and_basic_auth_are_sent_to_the_crawls_hosts(respo
     [
         "https://other.example/landing",  # another host
         "http://example.com/members/page-2.html",  # the same host, stepping down to plain http
+        "https://example.com:8443/members/page-2.html",  # the same host, another port
+        "https://shop.example.com/basket",  # a subdomain
     ],
 )
-async def test_a_redirect_off_the_crawls_hosts_carries_no_credentials(respond: Respond, location: str) -> None:
+async def test_a_redirect_off_the_specs_origins_carries_no_credentials(respond: Respond, location: str) -> None:
     seen: dict[str, httpx.Headers] = {}
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen[str(request.url)] = request.headers
         if request.url.path == "/start":
             return respond(302, b"", {"location": location})
-        if request.url.host == "other.example":
+        if str(request.url) != "https://example.com/back" and request.url.path != "/start":
             return respond(302, b"", {"location": "https://example.com/back"})
         return respond()
 
@@ -129,7 +136,16 @@ async def test_a_redirect_on_the_same_host_keeps_them(respond: Respond) -> None:
     assert [h["authorization"] for h in seen] == [BASIC, BASIC]
 
 
-async def test_a_page_off_the_crawls_hosts_gets_none(respond: Respond) -> None:
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://other.example/",  # another host
+        "http://example.com/members/page-1.html",  # plain http beside the https origin: in clear text
+        "https://example.com:8443/members/page-1.html",  # another port
+        "https://shop.example.com/basket",  # a subdomain
+    ],
+)
+async def test_a_page_of_an_origin_the_spec_does_not_name_gets_none(respond: Respond, url: str) -> None:
     seen: list[httpx.Headers] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -137,8 +153,48 @@ async def test_a_page_off_the_crawls_hosts_gets_none(respond: Respond) -> None:
         return respond()
 
     async with fetcher_on(handler, credentials()) as fetcher:
-        await fetcher.fetch("https://other.example/")
+        assert isinstance(await fetcher.fetch(url), Fetched)
     assert {"authorization", "cookie", "x-demo-token"}.isdisjoint(seen[0])
+    assert seen[0]["accept-language"] == "en-GB"
+
+
+async def test_a_plain_http_origin_gets_them_only_when_the_spec_names_it(respond: Respond) -> None:
+    seen: list[httpx.Headers] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers)
+        return respond()
+
+    async with fetcher_on(handler, credentials(origins=ORIGINS | PLAIN)) as fetcher:
+        await fetcher.fetch("http://example.com/members/page-1.html")
+    assert seen[0]["authorization"] == BASIC
+
+
+async def test_an_https_redirect_down_to_a_named_http_origin_still_carries_none(respond: Respond) -> None:
+    seen: dict[str, httpx.Headers] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen[str(request.url)] = request.headers
+        if request.url.path == "/start":
+            return respond(302, b"", {"location": "http://example.com/landing"})
+        return respond()
+
+    async with fetcher_on(handler, credentials(origins=ORIGINS | PLAIN)) as fetcher:
+        assert isinstance(await fetcher.fetch("https://example.com/start"), Fetched)
+    assert "authorization" not in seen["http://example.com/landing"]
+
+
+async def test_robots_txt_of_another_port_is_asked_without_them(respond: Respond) -> None:
+    seen: dict[str, httpx.Headers] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen[f"{request.url.port}{request.url.path}"] = request.headers
+        return respond(body=b"User-agent: *\nAllow: /\n", headers={"content-type": "text/plain"})
+
+    async with fetcher_on(handler, credentials(), obey_robots=True) as fetcher:
+        await fetcher.fetch("https://example.com:8443/members/page-1.html")
+    assert {"authorization", "cookie", "x-demo-token"}.isdisjoint(seen["8443/robots.txt"])
+    assert {"authorization", "cookie", "x-demo-token"}.isdisjoint(seen["8443/members/page-1.html"])
 
 
 async def test_robots_txt_of_a_protected_host_is_asked_with_the_credentials(respond: Respond) -> None:
@@ -224,6 +280,7 @@ async def test_every_request_goes_through_the_proxy_with_its_credentials() -> No
         creds = credentials(
             {**SECTION, "proxy": {"secret": "demo/proxy"}},
             {**SECRETS, "demo/proxy": SECRETS["demo/proxy"].format(port=port)},
+            PLAIN,
         )
 
         async def resolver(host: str, port: int) -> list[str]:

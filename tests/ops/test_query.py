@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from sluice.spec import load_spec
 from sluice.spec.columns import PARTITIONS, Column, record_columns
+from sluice_tools.ops.query import CrawlTable
 
 from .conftest import Cli, LocalCrawls, record_lines
 
@@ -148,3 +150,40 @@ def test_csv_is_one_header_and_a_line_per_row(local: LocalCrawls, sluice: Cli) -
     header, *rows = out.splitlines()
     assert header == "rating,n"
     assert sum(int(r.split(",")[1]) for r in rows) == 1000
+
+
+CASE_TWINS = """\
+name: twins
+seeds: ["http://127.0.0.1:{port}/catalogue/page-1.html"]
+extract:
+  item: article.product_pod
+  fields:
+    Price: "p.price_color::text"
+    price: "p.price_color::text"
+"""
+
+
+def test_a_crawl_whose_view_cannot_be_made_leaves_every_other_crawls_queries_working(
+    local: LocalCrawls, sluice: Cli, site: Any, monkeypatch: Any
+) -> None:
+    """main validated fields `Price` and `price`, and then every `sluice query`, on any table, failed with
+    "Binder Error: Duplicate named argument"; now the spec is refused, and a view that still cannot be made
+    is left out on its own, with a note."""
+    first = local.run()
+    local.add_spec("twins", CASE_TWINS.format(port=site.port))
+    args = ("--state", str(local.state), "--specs", str(local.specs), "--format", "json")
+    code, out, err = sluice("query", "SELECT count(*) AS n FROM demo_books", *args)
+    assert (code, json.loads(out)) == (0, [{"n": first["records"]["total"]}])
+    assert "note: twins: its spec is invalid, no table (" in err
+    assert "the same column as extract.fields.Price when case is ignored" in err
+
+    local.add_spec("twins", CASE_TWINS.format(port=site.port).replace("    price:", "    cost:"))
+    real = CrawlTable.view_sql
+
+    def broken(table: CrawlTable) -> str:
+        return "CREATE VIEW twins AS SELECT nonsense(" if table.crawl == "twins" else real(table)
+
+    monkeypatch.setattr(CrawlTable, "view_sql", broken)
+    code, out, err = sluice("query", "SELECT count(*) AS n FROM demo_books", *args)
+    assert (code, json.loads(out)) == (0, [{"n": first["records"]["total"]}])
+    assert "note: twins: its view cannot be made, no table (Parser Error" in err

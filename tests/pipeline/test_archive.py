@@ -17,7 +17,7 @@ import httpx
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from sluice.domain.layout import ARCHIVE_PREFIX, index_key, manifest_key
+from sluice.domain.layout import ARCHIVE_PREFIX, index_key, manifest_key, part_key
 from sluice.pipeline import archive as archive_module
 from sluice.pipeline.archive import parse_record
 from sluice.pipeline.reextract import ReextractRefused, reextract_run
@@ -300,3 +300,45 @@ def test_an_archive_file_that_is_not_written_fails_its_batch_before_anything_cou
     assert all(ref is not None and ref.file != lost_file for ref in refs)
     done = reextract_run(spec.name, run_id, pipeline.services)
     assert (done.pages, done.missing_archive) == (PAGES, 0)
+
+
+def _damage(objects: Any, key: str, how: str) -> None:
+    data = objects.get(key)
+    assert data is not None
+    if how == "truncated":
+        objects.put(key, data[: len(data) // 3], "application/warc")
+    elif how == "corrupt":  # every gzip member's bytes overwritten after its header
+        objects.put(key, data[:10] + bytes(len(data) - 10), "application/warc")
+    else:
+        objects.delete(key)
+
+
+@pytest.mark.parametrize("how", ["truncated", "corrupt", "deleted"])
+def test_a_damaged_archive_leaves_its_pages_their_records_without_the_runs_working_files(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, how: str
+) -> None:
+    """main raised FileNotFoundError about a part under work/, a file `sluice run` deletes when the run ends; now
+    each page whose archive record cannot be read keeps its records (copied from the run's output), named with
+    the reason, and nothing collected is lost."""
+    data = _archived(books_spec("damaged", site.base_url))
+    spec = pipeline.spec(data)
+    run_id = pipeline.run(spec.name)
+    before = sorted((r["_key"], r["price"]) for r in pipeline.records(spec.name, run_id))
+    objects = pipeline.services.objects
+    parts = {e.result.block.part for e in pipeline.services.frontier.scan(run_id) if e.result and e.result.block}
+    assert parts
+    for part in parts:
+        objects.delete(part_key(spec.name, run_id, part))  # as `sluice run` leaves a finished run: no working parts
+    for key in _archive_keys(pipeline, spec.name, run_id):
+        _damage(objects, key, how)
+
+    done = reextract_run(spec.name, run_id, pipeline.services)
+
+    assert done.missing_archive >= 1  # truncated at a third: the pages whose records it still holds re-extract
+    assert done.pages + done.missing_archive == PAGES
+    reasons = [m["reason"] for m in done.summary["reextracted"]["missing_named"]]
+    assert len(reasons) == done.missing_archive
+    assert all(r.startswith("archive record unreadable: ") for r in reasons), reasons
+    assert done.summary["reextracted"]["records_lost"] == 0
+    assert sorted((r["_key"], r["price"]) for r in pipeline.records(spec.name, run_id)) == before
+    assert done.summary["records"]["total"] == BOOKS

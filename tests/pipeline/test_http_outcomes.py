@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 import re
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from sluice.domain.hosts import MAX_PAUSE_S, HostState
 from sluice.pipeline.visit import IN_PROCESS_WAIT_CAP_S, visibility_backoff
 from sluice_tools.demosite import RunningDemoSite
 
@@ -115,3 +117,55 @@ def test_visibility_backoff_is_never_below_the_retry_after(retry_after: float, r
         delay = visibility_backoff(receive_count, retry_after, rng, base=10.0, cap=900.0)
         assert isinstance(delay, int)
         assert delay >= retry_after
+
+
+def _until(year: int) -> float:
+    return datetime(year, 1, 1, tzinfo=UTC).timestamp() - time.time()
+
+
+@pytest.mark.parametrize(
+    ("form", "seconds"),
+    [("delta", 999_999_999.0), ("date", _until(2100)), ("date", _until(9999))],
+    ids=["delta-999999999", "date-2100", "date-9999"],
+)
+def test_a_retry_after_from_the_far_future_blocks_the_host_for_the_run_and_saves_no_pause(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, form: str, seconds: float
+) -> None:
+    """Main paused the host for decades and saved it; the next crawl of the host waited on robots.txt, silently."""
+    host = f"127.0.0.1:{site.port}"
+    pipeline.spec(
+        books_spec(CRAWL, site.base_url, pages=0, urls=[f"/_test/retry-after/far?seconds={seconds:.0f}&form={form}"])
+    )
+    run_id = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    [(reason, n)] = summary["skips"].items()
+    assert n == 1
+    assert reason.startswith(f"host {host} blocked: asked to pause for ")
+    assert f"more than the {MAX_PAUSE_S:.0f} s it may" in reason
+    assert summary["blocked_hosts"][host]["urls_skipped"] == 1
+    check = {c["check"]: c for c in summary["verdict"]["checks"]}["blocked"]
+    assert check["ok"] is False
+    [state] = pipeline.services.hosts.load([host]).values()
+    assert state.paused_until < time.time() + MAX_PAUSE_S  # no pause of decades is saved for the next run
+
+
+def test_a_pause_saved_past_the_cap_blocks_the_host_with_the_reason_instead_of_hanging_the_next_run(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """A host record an older fetcher saved paused until 2058: the run ends, its pages skipped with the reason, and
+    the record is repaired (main's next run sent no request and waited on robots.txt past any test's patience)."""
+    host = f"127.0.0.1:{site.port}"
+    book = pipeline.services.hosts
+    book.save([HostState(host, paused_until=time.time() + 999_999_958.9, version=0)])
+    pipeline.spec(books_spec(CRAWL, site.base_url, pages=2))
+
+    run_id = pipeline.run(CRAWL)
+
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.done, t.skipped) == (2, 2)
+    assert site.stats.count("/catalogue/page-1.html") == 0
+    [reason] = pipeline.summary(CRAWL, run_id)["skips"]
+    assert reason.startswith(f"host {host} blocked: asked to pause for ")
+    [state] = book.load([host]).values()
+    assert state.paused_until < time.time() + MAX_PAUSE_S

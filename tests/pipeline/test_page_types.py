@@ -6,11 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from sluice.domain.layout import records_prefix
+from sluice.domain.layout import part_key, records_prefix
+from sluice.domain.pages import PageResult, PartBlock
 from sluice.messages import UrlTask
+from sluice.pipeline.carried import MapCache, by_link, refresh
 from sluice.pipeline.links import parent_id
+from sluice.pipeline.visit import records_part
 from sluice.spec import parse_spec
 from sluice.spec.columns import PARTITIONS, type_columns
 from sluice_tools.demosite import RunningDemoSite
@@ -131,6 +135,8 @@ def test_each_type_is_counted_and_judged_on_its_own(pipeline: Any, site: Running
         "null_rates": None,
         "previous_records": None,
         "record_count_ratio": None,
+        "carry_stale": 0,
+        "carry_dropped": {},
     }
     assert (types["book"]["pages"], types["book"]["records"], types["book"]["new"]) == (BOOKS, BOOKS, BOOKS)
     # The book page has no rating: each is carried from its card, so no book record lacks one.
@@ -152,6 +158,8 @@ def test_each_type_is_counted_and_judged_on_its_own(pipeline: Any, site: Running
         "null_rates": None,
         "previous_records": BOOKS,
         "record_count_ratio": 0.0,
+        "carry_stale": 0,
+        "carry_dropped": {},
     }
     assert summary["types"]["listing"]["record_count_ratio"] == 1.0
     text = as_text(LocalRun(CRAWL, second, summary, [], {"records": "records/", "summary": "summary.json"}))
@@ -282,3 +290,149 @@ def test_a_value_that_changed_on_the_listing_reaches_the_book_seeded_from_the_ca
     third = pipeline.run(CRAWL)
     again = {r["url"]: r["price"] for r in pipeline.records(CRAWL, third) if r["_type"] == "book"}
     assert again == {b["url"]: b["price"] for b in books}
+
+
+LINKS = 600
+"""Twice the 299 links main kept of a listing (16 KB), and quick on moto; the test after it takes 10,000 through
+the same read on each store."""
+
+
+def carry_spec(base_url: str, n: int, *, pad: int = 0, crawl: str = "carry-many") -> dict[str, Any]:
+    """One listing of ``n`` cards, each linking to an item page and carrying its price (and its note)."""
+    carry = ["note", "price"] if pad else ["price"]
+    return {
+        "name": crawl,
+        "seeds": [f"{base_url}/_test/carry-list/{crawl}?n={n}&pad={pad}"],
+        "follow": {"max_depth": 1, "max_pages": n + 10},
+        "types": {
+            "listing": {
+                "pages": "/_test/carry-list/",
+                "extract": {
+                    "item": "li.card",
+                    "fields": {
+                        "url": {"selector": "a::attr(href)", "process": ["absolute_url"], "required": True},
+                        "price": "span.price::text",
+                        "note": "span.note::text",
+                    },
+                    "key": ["url"],
+                },
+                "follow": {"items": {"selectors": ["li.card a"], "carry": carry}},
+            },
+            "item": {
+                "via": ["items"],
+                "extract": {"fields": {"name": "h2.item::text", "url": "::page_url"}, "key": ["url"]},
+            },
+        },
+        "politeness": {"concurrency": 32, "concurrency_per_domain": 32, "timeout_seconds": 10, "obey_robots": False},
+        "alerts": {"record_count_floor": 0.5, "fail_when_carry_lost": True},
+    }
+
+
+def test_every_link_of_a_long_listing_carries_its_new_price_on_the_second_night(
+    pipeline: Any, site: RunningDemoSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Night 1: a listing links to 600 item pages, each carrying its price. Night 2: every price rises by 100,
+    and every item page seeded from the catalog takes its new price (main kept 299 within its 16 KB and left the
+    rest with night 1's price, counted unchanged, the run healthy). The listing's map is in its batch's part;
+    the items' batches read it there, one ranged GET a listing and container."""
+    data = carry_spec(site.base_url, LINKS)
+    pipeline.spec(data)
+    first = pipeline.run("carry-many")
+    assert pipeline.summary("carry-many", first)["types"]["item"]["pages"] == LINKS
+    httpx.get(f"{site.base_url}/_test/carry-bump/carry-many")
+    ranged: list[int] = []
+    real = pipeline.services.objects.get_range
+
+    def get_range(key: str, start: int, length: int) -> bytes:
+        ranged.append(length)
+        return bytes(real(key, start, length))
+
+    monkeypatch.setattr(pipeline.services.objects, "get_range", get_range)
+
+    second = pipeline.run("carry-many")
+
+    items = [r for r in pipeline.records("carry-many", second) if r["_type"] == "item"]
+    assert len(items) == LINKS
+    wrong = [r["url"] for r in items if int(r["price"]) != int(r["url"].rsplit("/", 1)[1]) + 100]
+    assert wrong == []
+    summary = pipeline.summary("carry-many", second)
+    assert summary["types"]["item"]["changed"] == LINKS
+    assert (summary["types"]["item"]["carry_stale"], summary["pages"]["carry_stale"]) == (0, 0)
+    assert summary["verdict"]["healthy"] is True, summary["verdict"]["alerts"]
+    (listing,) = pipeline.services.frontier.by_prefix(second, [parent_id(data["seeds"][0])]).values()
+    assert listing.result is not None
+    assert listing.result.kids is None  # too large for the result: in the part, pointed at
+    assert listing.result.kids_block is not None
+    assert listing.result.kids_block.length in ranged  # the items' batches read the listing's map from its part
+
+
+def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeline: Any) -> None:
+    """The read the second night's pages make, at 10,000 links, on each adapter set's store: a listing's result
+    written with its map in the part, then every page it links to refreshed from it."""
+    services = pipeline.services
+    run_id = "20260101T000000Z-carry"
+    listing_url = "http://127.0.0.1:1/_test/carry-list/k?n=10000"
+    links = [f"http://127.0.0.1:1/_test/carry-item/{i}" for i in range(10_000)]
+    kids = by_link({link: {"price": i + 100} for i, link in enumerate(links)})
+    part = records_part(part_key("carry-many", run_id, "p1"))
+    result = part.add_records(PageResult(listing_url, 0, "seed", "fetched", kids=kids), [])
+    assert (result.kids, result.kids_block) == (None, PartBlock("p1", 0, len(part.body) - 1))
+    services.objects.put(part.key, bytes(part.body), "application/x-ndjson")
+    assert services.frontier.complete(run_id, [result]) == [True]
+    tasks = [
+        UrlTask(url=link, depth=0, origin="seed", parent=parent_id(listing_url), carry={"price": i}, via="items")
+        for i, link in enumerate(links)
+    ]
+
+    got = refresh(services, "carry-many", run_id, tasks, {}, MapCache())
+
+    assert (got.refreshed, got.stale) == (10_000, {})
+    assert [t.carry for t in got.tasks] == [{"price": i + 100} for i in range(10_000)]
+
+
+def test_pages_whose_linking_page_cannot_give_this_nights_data_are_counted_stale_and_can_fail_the_run(
+    pipeline: Any, site: RunningDemoSite, logs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing's map that cannot be read back (here: its part is not where its result says) leaves its pages with
+    night 1's carried data: each is counted (carry_stale, per type, in the summary) and the verdict's check says
+    so, unhealthy as the spec asks (main counted them unchanged, the run healthy)."""
+    data = carry_spec(site.base_url, 20, pad=1000, crawl="carry-stale")  # 20 notes of 1 KB: the map is in the part
+    pipeline.spec(data)
+    first = pipeline.run("carry-stale")
+    before = {r["url"]: r["price"] for r in pipeline.records("carry-stale", first) if r["_type"] == "item"}
+    httpx.get(f"{site.base_url}/_test/carry-bump/carry-stale")
+    monkeypatch.setattr("sluice.pipeline.carried.part_key", lambda crawl, run, part: f"work/{crawl}/gone/{part}")
+
+    second = pipeline.start("carry-stale")
+    pipeline.drain(1)  # a message a batch: the items' batches come after the listing's, and read its result
+    pipeline.finalize()
+
+    items = {r["url"]: r["price"] for r in pipeline.records("carry-stale", second) if r["_type"] == "item"}
+    assert items == before  # night 1's prices stand: nothing newer could be had
+    summary = pipeline.summary("carry-stale", second)
+    assert (summary["types"]["item"]["carry_stale"], summary["pages"]["carry_stale"]) == (20, 20)
+    check = {c["check"]: c for c in summary["verdict"]["checks"]}["carry_stale"]
+    assert check["ok"] is False
+    assert "20 page(s) kept the last run's carried data" in check["message"]
+    assert summary["verdict"]["healthy"] is False
+    assert logs.named("carried data unreadable")
+
+
+def test_a_carried_field_over_the_links_bound_is_left_out_alone_and_counted(
+    pipeline: Any, site: RunningDemoSite, logs: Any
+) -> None:
+    """A 3,000-character note carried with each card's price: the note is over the 2 KB a link's data holds, so it
+    is left out and counted per field (carry_dropped), and the price still travels (main dropped both)."""
+    pipeline.spec(carry_spec(site.base_url, 3, pad=3000, crawl="carry-big"))
+    run_id = pipeline.run("carry-big")
+
+    items = [r for r in pipeline.records("carry-big", run_id) if r["_type"] == "item"]
+    assert sorted((int(r["price"]), r.get("note")) for r in items) == [(0, None), (1, None), (2, None)]
+    summary = pipeline.summary("carry-big", run_id)
+    assert summary["types"]["listing"]["carry_dropped"] == {"note": 3}
+    assert summary["records"]["carry_dropped"] == {"note": 3}
+    check = {c["check"]: c for c in summary["verdict"]["checks"]}["carry_dropped"]
+    assert (check["ok"], summary["verdict"]["healthy"]) == (False, False)
+    assert "by field: note 3" in check["message"]
+    (line,) = logs.named("carried fields dropped")
+    assert line["fields"] == {"note": 3}

@@ -5,9 +5,12 @@ summary, a queue message, a URL's result or the records."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -170,3 +173,92 @@ def test_a_secret_that_went_missing_fails_the_pages_naming_it_and_loses_nothing_
     written = everything_written(pipeline, logs, second, bodies, tmp_path)
     for value in VALUES:
         assert value not in written
+
+
+TOKEN_SECRET = "sluice/test/origin-token"
+TOKEN_VALUE = "test-origin-token-not-a-secret"
+
+
+class _Recording(BaseHTTPRequestHandler):
+    """A loopback site that answers every path and remembers which requests carried the token."""
+
+    pages: ClassVar[dict[str, tuple[int, str, str]]] = {}
+    """path -> (status, location or "", body)."""
+    seen: list[tuple[int, str, bool]]
+
+    def do_GET(self) -> None:
+        port = self.server.server_address[1]
+        self.seen.append((int(port), self.path, TOKEN_VALUE in str(self.headers)))
+        status, location, body = self.pages.get(self.path, (404, "", "no such page"))
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain" if self.path == "/robots.txt" else "text/html")
+        if location:
+            self.send_header("Location", location)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@contextmanager
+def two_ports() -> Iterator[tuple[str, str, list[tuple[int, str, bool]]]]:
+    """Two loopback servers on one host, another port each: ``(base A, base B, requests seen by both)``."""
+    seen: list[tuple[int, str, bool]] = []
+    handler = type("Handler", (_Recording,), {"seen": seen})
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler) for _ in range(2)]
+    threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True) for s in servers]
+    for thread in threads:
+        thread.start()
+    a, b = (f"http://127.0.0.1:{s.server_address[1]}" for s in servers)
+    robots = (200, "", "User-agent: *\nAllow: /\n")
+    handler.pages = {
+        "/robots.txt": robots,
+        "/start": (200, "", f'<h1>start</h1><a href="{b}/page">other port</a> <a href="{a}/hop">hop</a>'),
+        "/hop": (302, f"{b}/landing", ""),
+        "/page": (200, "", "<h1>page</h1>"),
+        "/landing": (200, "", "<h1>landing</h1>"),
+    }
+    try:
+        yield a, b, seen
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        for thread in threads:
+            thread.join(5)
+
+
+def token_spec(a: str, origins: list[str]) -> dict[str, Any]:
+    return {
+        "name": CRAWL,
+        "seeds": [f"{a}/start"],
+        "follow": {"selectors": ["a"], "max_depth": 1, "allowed_domains": ["127.0.0.1"]},
+        "extract": {
+            "fields": {"title": {"selector": "h1::text", "required": True}, "url": "::page_url"},
+            "key": ["url"],
+        },
+        "politeness": {"concurrency": 4, "timeout_seconds": 5, "retry": {"times": 0}},
+        "request": {"headers": {"X-Demo-Token": {"secret": TOKEN_SECRET}}, "origins": origins},
+    }
+
+
+@pytest.mark.parametrize("listed", [False, True], ids=["seeds-origin-only", "other-port-listed"])
+def test_credentials_go_only_to_the_origins_the_spec_names_not_to_another_port_of_the_host(
+    pipeline: Any, provide: Provide, listed: bool
+) -> None:
+    """A link to another port, a redirect to it and that port's robots.txt: none carries the token unless the spec
+    lists that origin; the seed's own origin (its pages, its robots.txt) gets it."""
+    provide(TOKEN_SECRET, TOKEN_VALUE)
+    with two_ports() as (a, b, seen):
+        pipeline.spec(token_spec(a, [b] if listed else []))
+        run_id = pipeline.run(CRAWL)
+        requests = list(seen)
+    a_port, b_port = int(a.rsplit(":", 1)[1]), int(b.rsplit(":", 1)[1])
+    by_where = {(port, path): carried for port, path, carried in requests}
+    assert [by_where[(a_port, path)] for path in ("/robots.txt", "/start", "/hop")] == [True, True, True]
+    other = {path: by_where[(b_port, path)] for path in ("/robots.txt", "/page", "/landing")}
+    assert other == dict.fromkeys(("/robots.txt", "/page", "/landing"), listed)
+    assert pipeline.tally(CRAWL, run_id).fetched == 3  # start, page, and the hop's landing

@@ -21,10 +21,14 @@ import pytest
 import yaml
 
 from sluice.domain.layout import summary_key
+from sluice.domain.runs import Progress
 from sluice.pipeline import finalize as finalize_module
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.runner.local import LocalFleet
+
+from .conftest import Pipeline, local_harness
+from .test_page_types import typed_spec
 
 CRAWL = "resumable"
 LISTINGS = 400
@@ -184,3 +188,24 @@ def test_run_whose_finalizer_died_is_finalized_again_by_the_next_command(
     assert (run.summary["status"], run.summary["records"]["total"]) == ("finished", 100)
     assert site.stats.count("/catalogue/page-1.html") == 1  # nothing fetched again: only finalizing was left
     assert len(run.summary["outputs"]["files"]) == 1
+
+
+def test_the_resume_line_counts_the_pages_done_against_every_url_the_run_holds(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """After two kill -9s main said "resuming run ID: 1700 of 100 pages done": the progress hints (off after a
+    killed batch) against the seeds alone. The line is the run's exact count: its links included."""
+    with local_harness(tmp_path) as harness:
+        pipeline = Pipeline(harness)
+        spec = pipeline.spec(typed_spec(books_spec, site.base_url))
+        run_id = pipeline.start(spec.name)
+        for _ in range(3):
+            pipeline.deliver(pipeline.receive(1))
+        harness.store.frontier.add_progress(run_id, Progress(done=1700))  # hints a killed process left off
+        fleet = LocalFleet(tmp_path / "crawls", tmp_path / "state")
+        resumed = fleet._interrupted(spec, harness.store, harness.services, False)
+        tally = pipeline.tally(spec.name, run_id)
+    assert resumed is not None
+    assert tally.links > 0
+    assert 0 < tally.done < tally.enqueued
+    assert resumed.describe() == f"resuming run {run_id}: {tally.done} of {tally.enqueued} pages done"

@@ -309,3 +309,22 @@ def test_sitemaps_behind_a_door_are_asked_with_the_specs_request_section(
     assert (summary["sitemaps"]["refused"], summary["sitemaps"]["urls"]) == ([], 105)
     assert set(pages_asked(site)) == {f"/members{path}" for path in listed(site)}
     assert (summary["pages"]["fetched"], summary["records"]["total"]) == (105, 100)
+
+
+def test_a_sitemap_an_index_names_on_another_host_is_not_fetched_and_is_counted(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """main fetched it (and that host's robots.txt), though none of its pages could be crawled."""
+    data = sitemap_spec(books_spec, site.base_url)
+    data["seeds"]["sitemaps"]["urls"] = [f"{site.base_url}/_test/sitemap-nest/1?host=localhost:{site.port}"]
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+
+    assert site.stats.count("/_test/sitemap-nest/0") == 0
+    sitemaps = pipeline.summary(CRAWL, run_id)["sitemaps"]
+    assert sitemaps["sitemaps_out_of_scope"] == 1
+    assert refusals(pipeline.summary(CRAWL, run_id)) == {
+        f"http://localhost:{site.port}/_test/sitemap-nest/0": (
+            "on a host out of the crawl's scope: not read (its pages would not be)"
+        )
+    }

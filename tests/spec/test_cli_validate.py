@@ -123,3 +123,17 @@ def test_a_typed_spec_says_its_types_and_that_their_rules_follow_links(
     out = capsys.readouterr().out
     assert "follows links 1 hop(s) from a seed, up to 2000 pages" in out
     assert "10 field(s) in 2 page types: listing (4), book (8)" in out
+
+
+def test_a_seed_file_of_many_bad_lines_names_the_first_twenty_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main named only the first bad line."""
+    lines = ["https://books.example/ok"] + [f"ftp://books.example/{n}" for n in range(25)]
+    assert main(["validate", str(with_seed_file(tmp_path, lines))]) == 1
+    err = capsys.readouterr().err
+    named = [line for line in err.splitlines() if "seeds.file books-seeds.txt line " in line]
+    assert len(named) == 20
+    assert named[0].strip().startswith("seeds.file books-seeds.txt line 2: 'ftp://books.example/0'")
+    assert named[-1].strip().startswith("seeds.file books-seeds.txt line 21: ")
+    assert "and 5 more bad line(s)" in err

@@ -162,3 +162,55 @@ def test_a_secret_named_by_reference_may_be_any_header() -> None:
 def test_a_reference_is_one_environment_variable_locally(name: str, variable: str) -> None:
     assert name_problem(name) is None
     assert local_variable(name) == variable
+
+
+TOKEN = {"headers": {"X-Demo-Token": {"secret": "sluice/demo/token"}}}
+
+
+def test_credentials_go_to_the_seeds_origins_and_the_ones_the_spec_lists() -> None:
+    spec = parse_spec(
+        {
+            **BASE,
+            "seeds": ["https://members.example/a", "https://MEMBERS.example:443/b", "http://members.example:8080/c"],
+            "request": {**TOKEN, "origins": ["https://shop.members.example", "http://members.example/"]},
+        }
+    )
+    assert spec.credential_origins() == {
+        ("https", "members.example", 443),
+        ("http", "members.example", 8080),
+        ("https", "shop.members.example", 443),
+        ("http", "members.example", 80),
+    }
+
+
+@pytest.mark.parametrize(
+    ("origins", "why"),
+    [
+        (
+            ["https://members.example/path"],
+            "request.origins: entry 1: 'https://members.example/path' is an origin only: scheme://host[:port], no path",
+        ),
+        (["ftp://members.example"], "request.origins: entry 1: 'ftp://members.example' is not an http:// or https://"),
+        (["https://user@members.example"], "request.origins: entry 1: 'https://user@members.example' carries a user"),
+        (["https://members.example:99999"], "request.origins: entry 1: 'https://members.example:99999' is not a URL"),
+        (["https://members.example", "https://"], "request.origins: entry 2: 'https://' has no host"),
+        (["https://elsewhere.example"], "request.origins: entry 1: 'https://elsewhere.example' is not on the crawl's"),
+    ],
+)
+def test_an_origin_that_is_no_origin_of_the_crawl_is_refused_naming_it(origins: list[str], why: str) -> None:
+    errors = errors_of({**TOKEN, "origins": origins})
+    assert any(why in e for e in errors), errors
+
+
+def test_origins_without_credentials_are_refused() -> None:
+    errors = errors_of({"headers": {"Accept-Language": "en"}, "origins": ["https://members.example"]})
+    assert any("origins says where credentials go, and the section has none" in e for e in errors), errors
+
+
+def test_a_seed_file_crawl_with_credentials_lists_its_origins() -> None:
+    seeded = {**BASE, "seeds": {"file": "seeds.txt"}, "follow": {"allowed_domains": ["members.example"]}}
+    with pytest.raises(SpecError) as caught:
+        parse_spec({**seeded, "request": TOKEN})
+    assert any("request.origins: the seeds name no origin" in e for e in caught.value.errors), caught.value.errors
+    spec = parse_spec({**seeded, "request": {**TOKEN, "origins": ["https://members.example"]}})
+    assert spec.credential_origins() == {("https", "members.example", 443)}

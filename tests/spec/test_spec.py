@@ -270,3 +270,85 @@ def test_a_sitemap_only_spec_is_scoped_to_the_sitemaps_hosts_and_reads_the_seeds
         )
     ).seeds
     assert seeds.robots_sites() == ["https://b.example", "https://d.example", "http://c.example:8080"]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "deep", "where"),
+    [
+        (".yaml", "types: " + "[" * 200_000 + "]" * 200_000, "line 3 column 39"),  # the issue's 400 KB document
+        (".yaml", "types:\n" + "".join(" " * i + "-\n" for i in range(1, 1_200)), "line 35 column 33"),  # by indent
+        (".json", '"types": "[[ not nesting ]]", "x": ' + "{" * 100_000 + "}" * 100_000, "line 3 column 67"),
+    ],
+    ids=["yaml-flow", "yaml-block", "json"],
+)
+def test_a_document_nested_too_deep_is_refused_before_it_is_built(
+    tmp_path: Path, suffix: str, deep: str, where: str
+) -> None:
+    """main's `sluice validate` printed a RecursionError traceback for the issue's 400 KB YAML."""
+    path = tmp_path / f"g-deep{suffix}"
+    if suffix == ".json":
+        path.write_text('{"name": "g-deep",\n"seeds": ["http://a.example/"],\n' + deep + "}\n")
+    else:
+        path.write_text("name: g-deep\nseeds: [http://a.example/]\n" + deep + "\n")
+    assert path.stat().st_size < 1024 * 1024
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.errors == [
+        f"(file): nested more than 32 levels deep at {where}: a spec is a few levels of mappings and lists"
+    ]
+
+
+def test_a_document_at_the_nesting_bound_is_validated_as_usual(tmp_path: Path) -> None:
+    path = tmp_path / "g-deep.yaml"
+    path.write_text("name: g-deep\nseeds: [http://a.example/]\nextract: {fields: {t: h1}}\nx: " + "[" * 31 + "]" * 31)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.errors == ["x: unknown key"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "typed", "error"),
+    [
+        ({"run": "h1"}, False, "extract.fields.run: 'run' is a partition column of the crawl's tables (crawl, run)"),
+        ({"Crawl": "h1"}, False, "extract.fields.Crawl: 'Crawl' is a partition column of the crawl's tables"),
+        ({"type": "h1"}, True, "types.page.extract.fields.type: 'type' is a partition column of the crawl's tables"),
+        (
+            {"Price": "h1", "price": "h2"},
+            False,
+            "extract.fields.price: the same column as extract.fields.Price when case is ignored",
+        ),
+    ],
+)
+def test_a_field_name_the_tables_cannot_hold_is_refused_naming_its_path(
+    fields: dict[str, str], typed: bool, error: str
+) -> None:
+    """main accepted them: the partitions replaced the records' own values in `sluice query` and Athena, and two
+    names one without case broke every query."""
+    data: dict[str, Any] = {"name": "books", "seeds": ["https://books.example/"]}
+    if typed:
+        data["types"] = {
+            "page": {"pages": "/", "extract": {"fields": fields}},
+            "other": {"pages": "/other", "extract": {"fields": {"title": "h1"}}},
+        }
+    else:
+        data["extract"] = {"fields": fields}
+    with pytest.raises(SpecError) as caught:
+        parse_spec(data)
+    assert any(error in e for e in caught.value.errors), caught.value.errors
+
+
+def test_a_field_named_type_is_a_plain_field_of_a_one_type_spec_and_two_types_may_share_a_spelling() -> None:
+    assert (
+        "type"
+        in parse_spec(
+            {"name": "b", "seeds": ["https://b.example/"], "extract": {"fields": {"type": "h1"}}}
+        ).extract.fields
+    )  # type: ignore[union-attr]
+    types = {
+        "a": {"pages": "/a", "extract": {"fields": {"price": "h1"}}},
+        "b": {"pages": "/b", "extract": {"fields": {"price": "h2"}}},
+    }
+    assert parse_spec({"name": "b", "seeds": ["https://b.example/"], "types": types}).types is not None
+    types["b"]["extract"]["fields"] = {"PRICE": "h2"}  # type: ignore[index]
+    with pytest.raises(SpecError, match=r"types\.b\.extract\.fields\.PRICE: the same column as types\.a"):
+        parse_spec({"name": "b", "seeds": ["https://b.example/"], "types": types})

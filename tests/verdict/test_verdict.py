@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sluice.domain.verdict import RunCounts, judge
+from sluice.domain.verdict import RunCounts, TypeCounts, judge
 from sluice.spec import Alerts, Follow
 
 ALERTS = Alerts(record_count_floor=0.5, max_error_rate=0.1)
@@ -80,8 +80,6 @@ def test_a_run_cut_short_by_its_limits_says_so_and_is_unhealthy_only_if_the_spec
 
 
 def test_a_types_loss_hidden_in_the_total_is_caught_by_its_own_checks() -> None:
-    from sluice.domain.verdict import TypeCounts
-
     counts = RunCounts(
         fetched=100,
         records=1000,
@@ -97,8 +95,6 @@ def test_a_types_loss_hidden_in_the_total_is_caught_by_its_own_checks() -> None:
 
 
 def test_a_types_null_rate_is_its_own_items_not_every_types() -> None:
-    from sluice.domain.verdict import TypeCounts
-
     alerts = Alerts(record_count_floor=0.5, max_error_rate=0.1, max_null_rate=0.5)
     # 'isbn' is missing from 90 of the 100 book items; across all 1,100 items that would look like 8%.
     by_type = {"listing": TypeCounts(records=1000, items=1000), "book": TypeCounts(100, 100, {"isbn": 90})}
@@ -106,3 +102,22 @@ def test_a_types_null_rate_is_its_own_items_not_every_types() -> None:
     verdict = judge(counts, previous_records=None, alerts=alerts, previous_by_type={})
     assert [a.name for a in verdict.alerts] == ["null_rate:book.isbn"]
     assert verdict.alerts[0].value == 0.9
+
+
+def test_stale_and_dropped_carried_data_is_said_and_fails_the_run_only_when_the_spec_asks() -> None:
+    counts = RunCounts(
+        fetched=10,
+        records=100,
+        carry_stale=7,
+        carry_dropped={"note": 3},
+        by_type={"listing": TypeCounts(records=50), "item": TypeCounts(records=50, carry_stale=7)},
+    )
+    said = {c.name: c for c in judge(counts, None, ALERTS).checks}
+    assert (said["carry_stale"].ok, said["carry_dropped"].ok) == (True, True)
+    assert "7 page(s) kept the last run's carried data" in said["carry_stale"].message
+    assert "(by type: item 7)" in said["carry_stale"].message
+    assert "alerts.fail_when_carry_lost makes this unhealthy" in said["carry_dropped"].message
+    strict = Alerts(record_count_floor=0.5, max_error_rate=0.1, fail_when_carry_lost=True)
+    assert [a.name for a in judge(counts, None, strict).alerts] == ["carry_stale", "carry_dropped"]
+    clean = RunCounts(fetched=10, records=100, by_type={"item": TypeCounts(records=100)})
+    assert judge(clean, None, strict).healthy

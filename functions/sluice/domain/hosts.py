@@ -22,6 +22,9 @@ MAX_GROUP_ID = 128
 """SQS message group ids stop at 128 characters; longer host keys go by their hash."""
 RUNS_KEPT = 4
 """Breaker counts of this many runs per host (a host item stays a few hundred bytes)."""
+MAX_PAUSE_S = 3600.0
+"""The longest a host may pause the crawler (Retry-After), and no longer than the run has left: a host that asks
+for more is blocked for the run, with the reason, rather than waited for (a pause saved past it is read so too)."""
 
 
 def host_key(url: str) -> str:
@@ -49,6 +52,11 @@ def group_id(host: str) -> str:
 def blocked_reason(host: str, detail: str) -> str:
     """The skip reason of a URL whose host the breaker paused: the one format :func:`blocked_host` reads."""
     return f"host {host} blocked: {detail}"
+
+
+def pause_refused(host: str, seconds: float, cap_s: float) -> str:
+    """The reason a host is blocked for the run when it asks for a pause longer than the crawler waits."""
+    return blocked_reason(host, f"asked to pause for {seconds:.0f} s (Retry-After), more than the {cap_s:.0f} s it may")
 
 
 def blocked_host(reason: str | None) -> str | None:

@@ -35,8 +35,10 @@ when the spec is checked, longer links are dropped and counted."""
 MAX_REASON = 300
 """Characters of a failure or skip reason a result keeps (a reason can quote a URL a site chose)."""
 MAX_KIDS_BYTES = 16 * 1024
-"""What a result keeps of the data its page carried along its links, as JSON: links past it are left out (their
-pages keep the carried data of the run before). 16 KB: a listing of 100 cards carrying two fields is about 5 KB."""
+"""What a result keeps inline of the data its page carried along its links, as JSON. A larger map (a listing of
+more than about 300 cards carrying a price) goes whole into the batch's part, and the result points at it
+(``kids_block``): no link is left out, and the item stays far inside DynamoDB's 400 KB.
+16 KB: a listing of 100 cards carrying two fields is about 5 KB."""
 GONE_STATUSES = frozenset({404, 410})
 """A page that answers these leaves the catalog: the next run does not seed it again."""
 
@@ -128,7 +130,8 @@ class Prior:
 
 @dataclass(frozen=True, slots=True)
 class PartBlock:
-    """Where a fetched page's records are: a byte range of one of this run's part objects."""
+    """A byte range of one of this run's part objects: a fetched page's records, or the map a page carried along
+    its links."""
 
     part: str
     offset: int
@@ -196,7 +199,16 @@ class PageResult:
     kids: Mapping[str, Mapping[str, Any]] | None = None
     """What this page carried along each of its links, by the linked URL's hash prefix (16 hex, as a claim names
     its parent): a page seeded from the catalog takes its carried fields from here when its linking page was
-    extracted earlier in the run, so a value that changed on the listing reaches it (at most :data:`MAX_KIDS_BYTES`)."""
+    extracted earlier in the run, so a value that changed on the listing reaches it. Inline up to
+    :data:`MAX_KIDS_BYTES`; a larger map is in the part, at ``kids_block`` (:mod:`sluice.pipeline.carried`)."""
+    kids_block: PartBlock | None = None
+    """Where the map of ``kids`` is when it is too large to keep inline: one JSON line of the batch's part."""
+    carry_stale: bool = False
+    """A page seeded from the catalog with carried data whose linking page could not give this run's (not visited
+    yet, failed, its map unreadable): its records keep the catalog's carried values, and the run counts it."""
+    carry_dropped: Mapping[str, int] = field(default_factory=dict)
+    """Carried fields this page left out of its links' data, by field: over the bytes a task holds
+    (:data:`~sluice.spec.models.MAX_CARRY_BYTES`), each counted once per link."""
     interval: int | None = None
     """Seconds until the page is asked again, from ``fetched_at`` (:mod:`sluice.domain.recrawl`); None without
     ``recrawl`` in the spec."""
@@ -275,6 +287,12 @@ class PageResult:
             plain["p"] = self.parent  # as a claim names it: the item keeps its parent once counted
         if self.kids:
             plain["kc"] = {k: dict(v) for k, v in self.kids.items()}
+        if self.kids_block is not None:
+            plain["kw"] = [self.kids_block.part, self.kids_block.offset, self.kids_block.length]
+        if self.carry_stale:
+            plain["cs"] = True
+        if self.carry_dropped:
+            plain["cd"] = dict(self.carry_dropped)
         if self.interval is not None:
             plain["iv"] = self.interval
         if self.archive is not None:
@@ -285,6 +303,7 @@ class PageResult:
     def from_plain(cls, plain: Mapping[str, Any]) -> PageResult:
         new, changed, unchanged, items = (int(n) for n in plain.get("c", (0, 0, 0, 0)))
         block = plain.get("w")
+        kids_block = plain.get("kw")
         return cls(
             url=plain["u"],
             depth=int(plain["d"]),
@@ -313,6 +332,9 @@ class PageResult:
             carry=plain.get("ca") or None,
             parent=plain.get("p"),
             kids=plain.get("kc") or None,
+            kids_block=PartBlock(str(kids_block[0]), int(kids_block[1]), int(kids_block[2])) if kids_block else None,
+            carry_stale=bool(plain.get("cs", False)),
+            carry_dropped={k: int(v) for k, v in (plain.get("cd") or {}).items()},
             interval=int(plain["iv"]) if plain.get("iv") is not None else None,
             archive=ArchiveRef.from_text(plain["a"]) if plain.get("a") else None,
         )

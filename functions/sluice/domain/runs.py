@@ -69,6 +69,10 @@ class RunState:
     def overdue(self) -> bool:
         return datetime.fromisoformat(self.deadline) < datetime.now(UTC)
 
+    def seconds_left(self) -> float:
+        """Seconds until the run's deadline (negative once it passed)."""
+        return (datetime.fromisoformat(self.deadline) - datetime.now(UTC)).total_seconds()
+
     def finalizing_for(self) -> float:
         """Seconds since finalizing began (0 if it has not)."""
         if self.finalizing_at is None:

@@ -64,12 +64,15 @@ MAX_TYPES = 20
 
 
 def _add_records(tally: TypeTally | RunTally, result: PageResult) -> None:
-    """A page's records (new, changed, unchanged), its items and its missing fields, in a run's or a type's tally."""
+    """A page's records (new, changed, unchanged), its items and its missing fields, and what it carried or could
+    not, in a run's or a type's tally."""
     tally.records_new += result.counts.new
     tally.records_changed += result.counts.changed
     tally.records_unchanged += result.counts.unchanged
     tally.items += result.items
     tally.missing.update(result.missing)
+    tally.carry_stale += result.carry_stale
+    tally.carry_dropped.update(result.carry_dropped)
 
 
 @dataclass
@@ -83,6 +86,10 @@ class TypeTally:
     records_unchanged: int = 0
     items: int = 0
     missing: BoundedCounter = field(default_factory=BoundedCounter)
+    carry_stale: int = 0
+    """Pages of the type that kept the catalog's carried data: their linking page could not give this run's."""
+    carry_dropped: Counter[str] = field(default_factory=Counter)
+    """Carried fields the type's pages left out of their links' data (over a task's bound), by field."""
 
     def add(self, result: PageResult) -> None:
         self.pages += 1
@@ -90,7 +97,13 @@ class TypeTally:
         _add_records(self, result)
 
     def counts(self, records_in_output: int) -> TypeCounts:
-        return TypeCounts(records=records_in_output, items=self.items, missing=dict(self.missing.counts))
+        return TypeCounts(
+            records=records_in_output,
+            items=self.items,
+            missing=dict(self.missing.counts),
+            carry_stale=self.carry_stale,
+            carry_dropped=dict(self.carry_dropped),
+        )
 
 
 @dataclass
@@ -120,6 +133,10 @@ class RunTally:
     fallback_keys: int = 0
     capped_links: int = 0
     beyond_depth: int = 0
+    carry_stale: int = 0
+    """Pages seeded with carried data whose linking page could not give this run's: they keep the catalog's."""
+    carry_dropped: Counter[str] = field(default_factory=Counter)
+    """Carried fields left out of links' data because a link's data was over a task's bound, by field."""
     missing: BoundedCounter = field(default_factory=BoundedCounter)
     rejected: BoundedCounter = field(default_factory=BoundedCounter)
     failures: BoundedCounter = field(default_factory=BoundedCounter)
@@ -227,6 +244,8 @@ class RunTally:
             missing=dict(self.missing.counts),
             capped_links=self.capped_links,
             beyond_depth=self.beyond_depth,
+            carry_stale=self.carry_stale,
+            carry_dropped=dict(self.carry_dropped),
             records_before=gone[0] if gone is not None else None,
             records_gone=gone[1] if gone is not None else None,
             blocked={h: (b.reason, b.skipped) for h, b in self.blocked.items()},

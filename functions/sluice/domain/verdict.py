@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sluice.spec import Alerts, Follow
+from sluice.spec.models import MAX_CARRY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,10 @@ class TypeCounts:
     records: int = 0
     items: int = 0
     missing: Mapping[str, int] = field(default_factory=dict)
+    carry_stale: int = 0
+    """The type's pages that kept the catalog's carried data (their linking page could not give this run's)."""
+    carry_dropped: Mapping[str, int] = field(default_factory=dict)
+    """Carried fields the type's pages left out of their links' data, by field."""
 
     def null_rates(self) -> dict[str, float]:
         return {name: n / self.items for name, n in sorted(self.missing.items())} if self.items else {}
@@ -40,6 +45,10 @@ class RunCounts:
     """New links left out because the run held ``follow.max_pages`` URLs."""
     beyond_depth: int = 0
     """Links of pages at ``follow.max_depth`` the run did not know (an upper bound)."""
+    carry_stale: int = 0
+    """Pages seeded with carried data that kept the catalog's: their linking page could not give this run's."""
+    carry_dropped: Mapping[str, int] = field(default_factory=dict)
+    """Carried fields left out of links' data (over the bytes a task holds), by field."""
     records_before: int | None = None
     """Distinct records of the catalog run's output (None: no catalog run to compare with)."""
     records_gone: int | None = None
@@ -153,6 +162,8 @@ def judge(
     )
     checks.append(_truncated(counts, alerts, follow or Follow()))
     checks.append(_blocked(counts))
+    if counts.by_type:
+        checks.extend(_carried(counts, alerts))
     if alerts.max_gone_rate is not None and counts.records_gone is not None and counts.records_before:
         gone_rate = counts.records_gone / counts.records_before
         checks.append(
@@ -178,6 +189,40 @@ def _blocked(counts: RunCounts) -> Check:
     said = [f"{reason}; {skipped} of its URLs skipped" for reason, skipped in list(counts.blocked.values())[:5]]
     more = f" (and {len(counts.blocked) - 5} more hosts)" if len(counts.blocked) > 5 else ""
     return Check("blocked", False, float(len(counts.blocked)), 0.0, "; ".join(said) + more)
+
+
+def _carried(counts: RunCounts, alerts: Alerts) -> list[Check]:
+    """Did carried data go stale, or fields fail to travel? Said always (a spec with types); unhealthy only if the
+    spec asks (``alerts.fail_when_carry_lost``)."""
+    advice = "" if alerts.fail_when_carry_lost else " (alerts.fail_when_carry_lost makes this unhealthy)"
+    by_type = ", ".join(f"{k} {t.carry_stale}" for k, t in counts.by_type.items() if t.carry_stale)
+    stale = (
+        Check("carry_stale", True, 0.0, 0.0, "every page seeded with carried data took its linking page's of this run")
+        if not counts.carry_stale
+        else Check(
+            "carry_stale",
+            not alerts.fail_when_carry_lost,
+            float(counts.carry_stale),
+            0.0,
+            f"{counts.carry_stale} page(s) kept the last run's carried data: their linking page was not visited "
+            f"first, failed or could not be read (by type: {by_type}){advice}",
+        )
+    )
+    dropped_total = sum(counts.carry_dropped.values())
+    fields = ", ".join(f"{name} {n}" for name, n in sorted(counts.carry_dropped.items(), key=lambda kv: -kv[1])[:5])
+    dropped = (
+        Check("carry_dropped", True, 0.0, 0.0, "every carried field fit its link's data")
+        if not dropped_total
+        else Check(
+            "carry_dropped",
+            not alerts.fail_when_carry_lost,
+            float(dropped_total),
+            0.0,
+            f"{dropped_total} carried field value(s) left out, over the {MAX_CARRY_BYTES} bytes a link's data holds "
+            f"(by field: {fields}){advice}",
+        )
+    )
+    return [stale, dropped]
 
 
 def _truncated(counts: RunCounts, alerts: Alerts, follow: Follow) -> Check:

@@ -10,6 +10,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
+from sluice.domain.pages import MAX_URL
 from sluice.extraction.limits import check_nesting
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor
@@ -92,6 +93,9 @@ class PageExtraction:
     """The follow rule that found each link a type's rule found (a link of ``follow.selectors`` has none)."""
     owners: dict[str, int] | None = None
     """For a link a type's rule found inside an item, the item's position: whose fields the link carries."""
+    links_dropped: int = 0
+    """In-scope links longer than a run visits (:data:`~sluice.domain.pages.MAX_URL`): left out of ``links`` and
+    counted, the one rule for the pipeline and ``sluice crawl`` alike."""
 
     @property
     def fallback_keys(self) -> int:
@@ -202,10 +206,12 @@ class Extractor:
         rejected = {f.name: 0 for f in self._fields if f.required}
         missing = {f.name: 0 for f in self._fields}
         if self._no_records or (self._pages is not None and self._pages.search(page_url) is None):
-            links, out_of_scope, rules, _ = self._links(tree, base_url, page_url, [])
-            return PageExtraction([], links, out_of_scope, 0, rejected, missing, base_url, self._kind, rules or None)
+            links, out_of_scope, rules, _, too_long = self._links(tree, base_url, page_url, [])
+            return PageExtraction(
+                [], links, out_of_scope, 0, rejected, missing, base_url, self._kind, rules or None, None, too_long
+            )
         items = self._items(tree)
-        links, out_of_scope, rules, owners = self._links(tree, base_url, page_url, items)
+        links, out_of_scope, rules, owners, too_long = self._links(tree, base_url, page_url, items)
         structured = PageData(tree) if self._structured else None  # read once a page, when a field asks
         records: list[Record] = []
         page_key = ""
@@ -226,7 +232,17 @@ class Extractor:
                 key, fallback = f"{page_key}#{position}", True
             records.append(Record(key, data, page_url, position, fallback, self._kind))
         return PageExtraction(
-            records, links, out_of_scope, len(items), rejected, missing, base_url, self._kind, rules or None, owners
+            records,
+            links,
+            out_of_scope,
+            len(items),
+            rejected,
+            missing,
+            base_url,
+            self._kind,
+            rules or None,
+            owners,
+            too_long,
         )
 
     def _items(self, tree: LexborHTMLParser) -> list[LexborNode]:
@@ -312,9 +328,9 @@ class Extractor:
 
     def _links(
         self, tree: LexborHTMLParser, base_url: str, page_url: str, items: list[LexborNode]
-    ) -> tuple[list[str], int, dict[str, str], dict[str, int] | None]:
+    ) -> tuple[list[str], int, dict[str, str], dict[str, int] | None, int]:
         """Canonical in-scope links from the follow selectors, in page order, the out-of-scope count,
-        and the rule that found each link a page type's rule found.
+        the rule that found each link a page type's rule found, and the links too long to visit.
 
         A link to the page itself (``href=""``, ``#top``) is no link: it is left out.
         """
@@ -323,7 +339,7 @@ class Extractor:
         owners: dict[str, int] = {}
         positions = {item.mem_id: position for position, item in enumerate(items)} if self._item else {}
         seen: set[str] = {_page_key(page_url)}
-        out_of_scope = 0
+        out_of_scope = too_long = 0
         for css, rule in self._follow:
             for node in tree.css(css):
                 anchors = [node] if node.tag in _LINK_TAGS else node.css("a[href], area[href]")
@@ -332,16 +348,18 @@ class Extractor:
                     if url is None or url in seen:
                         continue
                     seen.add(url)
-                    if self._scope.allows(url):
+                    if not self._scope.allows(url):
+                        out_of_scope += 1
+                    elif len(url) > MAX_URL:
+                        too_long += 1
+                    else:
                         links.append(url)
                         if rule is not None:
                             rules[url] = rule
                             owner = _owner(anchor, positions)
                             if owner is not None:
                                 owners[url] = owner
-                    else:
-                        out_of_scope += 1
-        return links, out_of_scope, rules, owners or None
+        return links, out_of_scope, rules, owners or None, too_long
 
 
 def _compile_field(name: str, f: ExtractField) -> _Field:

@@ -25,7 +25,7 @@ from types import TracebackType
 
 import httpx
 
-from sluice.domain.hosts import host_key
+from sluice.domain.hosts import host_key, pause_refused
 from sluice.extraction.urls import resolve_link
 from sluice.spec import Politeness
 
@@ -75,7 +75,8 @@ class PageFetcher:
 
     The fetcher owns its transport (closed by :meth:`aclose`) and keeps no cookies. ``credentials``
     (the spec's ``request`` section, resolved) add headers to every request, credentials only to the
-    crawl's own hosts, and route every request through the proxy, if one is given.
+    origins the spec names (robots.txt and redirects included), and route every request through the
+    proxy, if one is given.
     """
 
     def __init__(
@@ -248,6 +249,9 @@ class PageFetcher:
                 return Failed(url, exc.reason, True, exc.status, exc.retry_after_s, attempt)
             except RetryableFetchError as exc:
                 error = exc
+            if error.retry_after_s is not None and error.retry_after_s > self.gate.pause_cap_s:
+                # The gate blocked the host for the run on this answer: the page says so now, not after a wait.
+                return Skipped(url, pause_refused(host_key(url), error.retry_after_s, self.gate.pause_cap_s))
             if attempt >= limit:
                 return Failed(url, error.reason, True, error.status, error.retry_after_s, attempt)
             if error.retry_after_s is not None:
@@ -277,7 +281,7 @@ class PageFetcher:
             refusal = await self.guard.check(credentials.proxy.url)
             if refusal is not None:
                 raise SkipFetch(f"proxy refused: {refusal}")
-        carry = True  # credentials go while the chain stays on the crawl's hosts, and never again once it left
+        carry = True  # credentials go while the chain stays on the spec's origins, and never again once it left
         previous: httpx.URL | None = None
         for hop in range(self.politeness.max_redirects + 1):
             refusal = await self.guard.check(target)
@@ -394,7 +398,9 @@ class PageFetcher:
 
     async def _fetch_robots(self, url: str) -> RobotsResponse:
         self.stats.robots_fetches += 1
-        got = await self._with_retries(url, None, True, None, None)
+        # A host paused for longer than a request's timeout is not waited for here, silently: robots.txt is
+        # unreachable for now, and the page goes back to the queue with the reason.
+        got = await self._with_retries(url, None, True, None, self.politeness.timeout_seconds)
         if isinstance(got, Skipped):
             return RobotsResponse(None, error=got.reason, permanent=True)
         if isinstance(got, Failed):

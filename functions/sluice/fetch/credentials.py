@@ -2,9 +2,11 @@
 
 Built once per container from the spec's ``request`` section and its secrets
 (:func:`resolve_request`). Literal headers go with every request; credentials (headers whose
-value is a secret, the Cookie header, basic auth's Authorization) go only to the crawl's own
-hosts, as browsers and httpx keep Authorization to its origin: a redirect chain that leaves
-those hosts, or steps down from https to http, carries none from there on. Secret values
+value is a secret, the Cookie header, basic auth's Authorization) go only to the origins the spec
+names (scheme, host and port: :meth:`~sluice.spec.CrawlSpec.credential_origins`), as browsers keep
+them to an origin: another port, plain http beside https or a subdomain gets none unless the spec
+names it, and a redirect chain that leaves those origins, or steps down from https to http, carries
+none from there on. Secret values
 stay in :class:`~sluice.domain.secrets.Secret` until the request head is built, so every
 repr shows a mask.
 """
@@ -13,18 +15,19 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
 from sluice.domain.secrets import Secret, SecretUnavailable
-from sluice.extraction.urls import Scope
 from sluice.spec.request import (
+    Origin,
     RequestSpec,
     SecretRef,
     cookie_value_problem,
     header_value_problem,
+    origin_of,
     proxy_problem,
 )
 
@@ -43,13 +46,13 @@ class Proxy:
 
 @dataclass(frozen=True, slots=True)
 class RequestCredentials:
-    """The extra head of a crawl's requests; ``private`` only ever reaches the hosts in ``scope``."""
+    """The extra head of a crawl's requests; ``private`` only ever reaches the ``origins``."""
 
-    scope: Scope
+    origins: frozenset[Origin]
     public: tuple[tuple[str, str], ...] = ()
     """Literal headers (none of them a credential: the spec refuses those): sent with every request."""
     private: tuple[tuple[str, Secret], ...] = ()
-    """Headers from secrets, the Cookie header, basic auth: sent to the crawl's own hosts only."""
+    """Headers from secrets, the Cookie header, basic auth: sent to the named origins only."""
     proxy: Proxy | None = None
     private_names: frozenset[str] = field(init=False)
 
@@ -60,7 +63,7 @@ class RequestCredentials:
         """Whether a request to ``target`` (a redirect from ``previous``, if any) may carry the credentials."""
         if previous is not None and previous.scheme == "https" and target.scheme != "https":
             return False
-        return self.scope.allows(str(target))
+        return origin_of(str(target)) in self.origins
 
     def headers(self, *, with_credentials: bool) -> dict[str, str]:
         """The head to add to a request: the literal headers, and the credentials if they may go."""
@@ -70,13 +73,9 @@ class RequestCredentials:
         return head
 
 
-def credential_scope(scope: Scope) -> Scope:
-    """The hosts of a crawl's scope, without its link patterns: credentials go to a host, whatever the path."""
-    return replace(scope, allow=(), deny=())
-
-
-def resolve_request(section: RequestSpec, scope: Scope, read: ReadSecret) -> RequestCredentials:
-    """The section with every secret read through ``read`` and checked for the place it goes.
+def resolve_request(section: RequestSpec, origins: frozenset[Origin], read: ReadSecret) -> RequestCredentials:
+    """The section with every secret read through ``read`` and checked for the place it goes; its credentials
+    kept to ``origins`` (the spec's :meth:`~sluice.spec.CrawlSpec.credential_origins`).
 
     Raises :class:`SecretUnavailable` naming the reference (never the value) when a secret cannot
     be read or its value cannot go where the spec puts it (a line break in a header, a cookie
@@ -113,7 +112,7 @@ def resolve_request(section: RequestSpec, scope: Scope, read: ReadSecret) -> Req
         token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
         private.append(("Authorization", Secret(f"Basic {token}")))
     proxy = _proxy(section.proxy, value) if section.proxy is not None else None
-    return RequestCredentials(credential_scope(scope), tuple(public), tuple(private), proxy)
+    return RequestCredentials(origins, tuple(public), tuple(private), proxy)
 
 
 def _proxy(item: str | SecretRef, value: Callable[[str | SecretRef], str]) -> Proxy:

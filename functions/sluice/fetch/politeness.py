@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from sluice.domain.hosts import HostState, RunCounts, blocked_reason
+from sluice.domain.hosts import MAX_PAUSE_S, HostState, RunCounts, blocked_reason, pause_refused
 from sluice.spec.models import Breaker
 
 from .throttle import Throttle
@@ -92,6 +92,8 @@ class HostGate:
         self._sweep_at = 1024
         self.in_flight = 0
         self.max_in_flight = 0
+        self.pause_cap_s = MAX_PAUSE_S
+        """The longest pause a host may ask: :data:`~sluice.domain.hosts.MAX_PAUSE_S`, or what the run has left."""
 
     # -- admission -----------------------------------------------------------------------------
 
@@ -162,7 +164,9 @@ class HostGate:
         # No waiter needs waking when the target rises: the request that answered releases its slot next.
         state = self._host(host)
         state.throttle.on_answer(latency_s * 1000, status)
-        if retry_after_s is not None and retry_after_s > 0:
+        if retry_after_s is not None and retry_after_s > self.pause_cap_s:
+            self._block(state, pause_refused(host, retry_after_s, self.pause_cap_s))
+        elif retry_after_s is not None and retry_after_s > 0:
             self.pause(host, retry_after_s)
         # A 429 that says when to come back is throttling, and obeyed; any other refusal counts.
         self._count(host, state, refused=status in self._refusals and not (status == 429 and retry_after_s))
@@ -176,6 +180,12 @@ class HostGate:
         """No request to ``host`` starts for ``seconds`` (Retry-After): every request of this fetcher waits."""
         state = self._host(host)
         state.not_before = max(state.not_before, time.monotonic() + seconds)
+
+    def _block(self, state: _Host, reason: str) -> None:
+        """The host is blocked for the run: its counts say why, so the next holder of the host knows it too."""
+        if state.blocked_by is None:
+            state.counts = replace(state.counts, tripped=reason)
+            state.blocked_by = reason  # waiters see it when the answering request releases its slot
 
     def _count(self, host: str, state: _Host, *, refused: bool, why: str | None = None) -> None:
         rules = self.breaker
@@ -198,16 +208,22 @@ class HostGate:
     def adopt(self, run_id: str, states: Mapping[str, HostState]) -> None:
         """Take up where each host's last holder left it: its spacing, pause, target and this run's counts
         (a host the fleet knows nothing of comes as a fresh ``HostState(host)``)."""
-        offset = time.time() - time.monotonic()
+        now = time.time()
+        offset = now - time.monotonic()
         for host, known in states.items():
             state = self._host(host)
             state.state = known
-            state.not_before = max(state.not_before, max(known.next_start, known.paused_until) - offset)
-            if known.target is not None and self.adaptive:
-                state.throttle = Throttle(self.per_domain, True, known.target, known.floor_ms)
             counts = known.counts(run_id)
             state.counts = counts
-            state.blocked_by = counts.tripped if self.breaker.enabled else None
+            # Tripped by the breaker, or by a pause longer than the crawler waits (with the breaker off too).
+            state.blocked_by = counts.tripped
+            if known.paused_until - now > self.pause_cap_s:  # saved so by an older fetcher, or a run with more time
+                self._block(state, pause_refused(host, known.paused_until - now, self.pause_cap_s))
+            else:
+                state.not_before = max(state.not_before, known.paused_until - offset)
+            state.not_before = max(state.not_before, min(known.next_start, now + self.pause_cap_s) - offset)
+            if known.target is not None and self.adaptive:
+                state.throttle = Throttle(self.per_domain, True, known.target, known.floor_ms)
 
     def export(self, run_id: str, hosts: Iterable[str]) -> list[HostState]:
         """The states the next holder of these hosts needs, where they differ from what was read."""

@@ -8,7 +8,6 @@ goes anywhere; :class:`~sluice.domain.secrets.SecretUnavailable` names the refer
 from __future__ import annotations
 
 from sluice.domain.secrets import Secret, SecretUnavailable, checked
-from sluice.extraction.urls import Scope
 from sluice.fetch.credentials import RequestCredentials, resolve_request
 from sluice.ports import SecretSource
 from sluice.spec import CrawlSpec
@@ -27,4 +26,4 @@ def request_credentials(
             known[name] = checked(name, source.read(name))
         return known[name]
 
-    return resolve_request(spec.request, Scope.from_spec(spec), read)
+    return resolve_request(spec.request, spec.credential_origins(), read)

@@ -170,6 +170,8 @@ def _judge(services: Services, run: RunState, count: _Count, spec: CrawlSpec, st
     summary = run_summary(run, tally, output, verdict, previous, finished=finished, spec_follow=spec.follow)
     if spec.types is not None:
         summary["types"] = types_section(counts, tally, previous_by_type or {})
+        summary["pages"]["carry_stale"] = tally.carry_stale
+        summary["records"]["carry_dropped"] = dict(tally.carry_dropped)
     summary["records"]["gone"] = gone[1] if gone is not None else None
     summary["records"]["in_catalog_run"] = gone[0] if gone is not None else None
     if stopped is not None:
@@ -341,6 +343,8 @@ def types_section(counts: RunCounts, tally: RunTally, previous: dict[str, int]) 
             "null_rates": {k: round(v, 4) for k, v in own.null_rates().items()},
             "previous_records": before,
             "record_count_ratio": round(own.records / before, 4) if before else None,
+            "carry_stale": pages.carry_stale,
+            "carry_dropped": dict(pages.carry_dropped),
         }
     return section
 

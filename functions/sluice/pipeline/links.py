@@ -8,7 +8,7 @@ once); a lost one is not. Seeds are never claimed (the run's seed set says which
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -99,14 +99,19 @@ def children(
 CarriedData = dict[str, str | int | float | bool | None]
 
 
-def carried_data(spec: CrawlSpec, extraction: PageExtraction, records: Sequence[Record]) -> dict[str, CarriedData]:
+def carried_data(
+    spec: CrawlSpec, extraction: PageExtraction, records: Sequence[Record]
+) -> tuple[dict[str, CarriedData], Counter[str]]:
     """Per link a page type's rule found, the fields the rule carries: from the record of the item holding
-    the link (a listing card's price goes to its own book), else from the page's first record.
+    the link (a listing card's price goes to its own book), else from the page's first record; and, by field,
+    how many links left a field out.
 
-    Only JSON scalars travel (a ``many`` field's list is left out); data over the bound a task holds
-    (:data:`~sluice.spec.models.MAX_CARRY_BYTES`) is not carried at all, rather than cut."""
+    Only JSON scalars travel (a ``many`` field's list is left out). A link's data is bounded by what a task holds
+    (:data:`~sluice.spec.models.MAX_CARRY_BYTES`): fields are taken in the rule's order while they fit, and a
+    field that does not is left out of that link's data and counted (the smaller fields after it still go)."""
+    dropped: Counter[str] = Counter()
     if spec.types is None or extraction.type is None or not extraction.rules or not records:
-        return {}
+        return {}, dropped
     follow = spec.types[extraction.type].follow
     by_position = {r.position: r for r in records}
     owners = extraction.owners or {}
@@ -118,10 +123,21 @@ def carried_data(spec: CrawlSpec, extraction: PageExtraction, records: Sequence[
         record = by_position.get(owners[link]) if link in owners else records[0]
         if record is None:  # the item holding the link was dropped (a required field missing)
             continue
-        data = {f: record.data.get(f) for f in fields if _scalar(record.data.get(f))}
-        if data and len(json.dumps(data, separators=(",", ":"))) <= MAX_CARRY_BYTES:
+        data: CarriedData = {}
+        size = 2  # the braces
+        for name in fields:
+            value = record.data.get(name)
+            if not _scalar(value):
+                continue
+            entry = len(json.dumps({name: value}, separators=(",", ":"))) - 2 + (1 if data else 0)  # and a comma
+            if size + entry > MAX_CARRY_BYTES:
+                dropped[name] += 1
+                continue
+            data[name] = value
+            size += entry
+        if data:
             carried[link] = data
-    return carried
+    return carried, dropped
 
 
 def with_carried(records: list[Record], carry: Mapping[str, object] | None) -> list[Record]:

@@ -18,7 +18,7 @@ import json
 import struct
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -58,6 +58,14 @@ class PageIndex:
         """The file number, offset and length of a page's whole block (None if absent or partial)."""
         i = bisect_left(self.numbers, number)
         if i < len(self.numbers) and self.numbers[i] == number and not self.partial[i]:
+            return self.files[i], self.offsets[i], self.lengths[i]
+        return None
+
+    def where(self, number: int) -> tuple[int, int, int] | None:
+        """The file number, offset and length of a page's block, whole or partial (None if absent): where the
+        records the output holds of the page are."""
+        i = bisect_left(self.numbers, number)
+        if i < len(self.numbers) and self.numbers[i] == number:
             return self.files[i], self.offsets[i], self.lengths[i]
         return None
 
@@ -190,6 +198,23 @@ def load_index(objects: ObjectStore, crawl: str, run_id: str | None) -> PageInde
         return PageIndex()
     data = objects.get(index_key(crawl, run_id))
     return PageIndex.from_bytes(data) if data is not None else PageIndex()
+
+
+def output_block(objects: ObjectStore, crawl: str, run_id: str) -> Callable[[int], tuple[str, int, int] | None]:
+    """Where a page's records are in a finished run's own output, by URL-hash number: ``(key, offset, length)``,
+    or None when the output holds none of them (what ``sluice reextract`` keeps for a page it cannot re-extract:
+    the output, not the run's working parts, which a finished local run no longer has)."""
+    index = load_index(objects, crawl, run_id)
+    files = _typed_files(objects, crawl, run_id)  # a typed run's files are in its type's folder
+
+    def find(number: int) -> tuple[str, int, int] | None:
+        where = index.where(number)
+        if where is None:
+            return None
+        file, offset, length = where
+        return files.get(file) or records_file(crawl, run_id, file), offset, length
+
+    return find
 
 
 def _typed_files(objects: ObjectStore, crawl: str, run_id: str) -> dict[int, str]:

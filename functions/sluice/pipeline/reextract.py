@@ -10,7 +10,7 @@ section saying what was done. No link is followed again: a page that only the fi
 have reached is not in the run, and the summary says so.
 
 Nothing collected is lost: a page whose response is not in the archive (the switch was off when it
-was fetched, or the file is gone) keeps the records it had, and is counted and named. The order
+was fetched, or the file is gone or damaged) keeps the records it had, and is counted and named. The order
 makes an interruption harmless, and the whole is idempotent: new parts (their keys named after the
 spec's digest, so a second run writes the same keys with the same bytes) before the results that
 point at them, then the output (and the removal of output files the new manifest no longer lists),
@@ -18,29 +18,33 @@ then the run's spec digest and verdict. Run it again after an
 interruption; the next nightly run then carries the repaired records as it carries any run's.
 
 Refused, with the reason: a run that is not finished, a spec of another crawl, a crawl with a run in
-flight (its catalog must not change under it), a run with no archived response at all, or a run
-whose records need parts the work prefix no longer holds.
+flight (its catalog must not change under it), or a run with no archived response at all. A page
+that keeps its records has them copied from the run's own output (its page index says where), never
+from the run's working parts, which a finished local run has deleted: a truncated, corrupt or
+deleted archive file leaves its pages with their records, each counted and named with "archive
+record unreadable: REASON".
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sluice.domain.layout import manifest_key, part_key, summary_key
-from sluice.domain.pages import PageResult, Prior, UrlEntry, url_hash
+from sluice.domain.pages import PageResult, PartBlock, Prior, UrlEntry, url_hash, url_number
 from sluice.extraction.extract import Record
 from sluice.fetch.outcomes import Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
 from sluice.pipeline.archive import ArchivedResponse, ArchiveUnreadable, read_response
 from sluice.pipeline.finalize import rebuild_output, summary_json
+from sluice.pipeline.output import output_block
 from sluice.pipeline.services import Services
-from sluice.pipeline.visit import extract_again, records_part
+from sluice.pipeline.visit import RecordsPart, extract_again, records_part
 from sluice.spec import CrawlSpec
 
 CHUNK_PAGES = 500
@@ -75,6 +79,8 @@ class _Tally:
     missing: int = 0
     refused: int = 0
     """Pages extraction refused this time (too complex to parse): they keep the records they had."""
+    lost: int = 0
+    """Pages to keep whose records the run's output did not hold (none, unless it was altered)."""
     parts: int = 0
     from_runs: set[str] = field(default_factory=set)
     named: list[dict[str, str]] = field(default_factory=list)
@@ -104,10 +110,11 @@ def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec |
             f"crawl {crawl!r} has run {lock.run_id} in flight (since {lock.started_at}): re-extract once it has "
             "finished, so that its catalog does not change under it"
         )
-    _check_sources(services, crawl, run_id)
+    _check_sources(services, run_id)
     tally = _Tally()
+    in_output = output_block(services.objects, crawl, run_id)
     for entries in _chunks(services.frontier.scan(run_id)):
-        _reextract_chunk(services, spec, crawl, run_id, entries, run.catalog_run, tally)
+        _reextract_chunk(services, spec, crawl, run_id, entries, run.catalog_run, tally, in_output)
     old_summary = _summary(services, crawl, run_id)
     stopped = old_summary.get("stopped") if old_summary else None
     old_files = _listed_files(services, crawl, run_id)
@@ -133,6 +140,7 @@ def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec |
         "missing_archive": tally.missing,
         "missing_named": tally.named,
         "refused": tally.refused,
+        "records_lost": tally.lost,
         "links_followed": False,
         "seconds": round(seconds, 3),
     }
@@ -175,29 +183,15 @@ def _listed_files(services: Services, crawl: str, run_id: str) -> set[str]:
     return {str(f["key"]) for f in json.loads(raw).get("files", [])} if raw is not None else set()
 
 
-def _check_sources(services: Services, crawl: str, run_id: str) -> None:
-    """Refuse before writing anything: a run with nothing archived, or one whose kept records are in parts gone."""
-    archived = 0
-    parts: set[str] = set()
+def _check_sources(services: Services, run_id: str) -> None:
+    """Refuse before writing anything: a run with nothing archived (there is nothing to re-extract from)."""
     for entry in services.frontier.scan(run_id, consistent=False):
-        result = entry.result
-        if result is None or not result.holds_records:
-            continue
-        if result.archive is not None:
-            archived += 1
-        elif result.block is not None:
-            parts.add(result.block.part)
-    if not archived:
-        raise ReextractRefused(
-            f"run {run_id} has no archived response (output.archive was off for it): "
-            "switch output.archive on, and the next run keeps what it fetches"
-        )
-    gone = [p for p in sorted(parts) if services.objects.size(part_key(crawl, run_id, p)) is None]
-    if gone:
-        raise ReextractRefused(
-            f"{len(gone)} part(s) of run {run_id} are gone from its work prefix (e.g. {gone[0]}): the records of "
-            "its pages without an archived response could not be kept, so the run is left as it is"
-        )
+        if entry.result is not None and entry.result.holds_records and entry.result.archive is not None:
+            return
+    raise ReextractRefused(
+        f"run {run_id} has no archived response (output.archive was off for it): "
+        "switch output.archive on, and the next run keeps what it fetches"
+    )
 
 
 def _chunks(entries: Iterator[UrlEntry]) -> Iterator[list[UrlEntry]]:
@@ -219,13 +213,18 @@ def _reextract_chunk(
     entries: list[UrlEntry],
     catalog_run: str | None,
     tally: _Tally,
+    in_output: Callable[[int], tuple[str, int, int] | None],
 ) -> None:
-    """One chunk of the run's pages: read their responses, extract, write one part, then their results."""
+    """One chunk of the run's pages: read their responses, extract, write one part, then their results. A page
+    that is not re-extracted (no archived response, an unreadable one, extraction refused) keeps its records: they
+    are copied from the run's own output into the part, as a finished run's working parts may be gone."""
     pages = [e.result for e in entries if e.result is not None and e.result.holds_records]
     archived = [r for r in pages if r.archive is not None]
+    kept = []
     for result in pages:
         if result.archive is None:
             tally.miss(result.url, "no archived response (output.archive was off when it was fetched)")
+            kept.append(result)
     before = _catalog_digests(services, catalog_run, [url_hash(r.url) for r in archived])
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         responses = list(pool.map(lambda r: _read(services, crawl, r, tally.sizes), archived))
@@ -235,10 +234,12 @@ def _reextract_chunk(
     for result, response in zip(archived, responses, strict=True):
         if isinstance(response, str):
             tally.miss(result.url, response)
+            kept.append(result)
             continue
         new = _extract(spec, result, response, before.get(result.url))
         if new is None:
             tally.refused += 1
+            kept.append(result)
             continue
         result_new, records, changed = new
         upserts |= {record.key: record for record in changed}
@@ -247,6 +248,7 @@ def _reextract_chunk(
         tally.pages += 1
         tally.records += len(records)
         replaced.append(part.add_records(result_new, records))
+    replaced += _keep(services, crawl, run_id, [r for r in kept if r.block is not None], part, in_output, tally)
     if part.body:
         services.objects.put(part.key, bytes(part.body), "application/x-ndjson")  # before any result points at it
         tally.parts += 1
@@ -256,12 +258,43 @@ def _reextract_chunk(
         services.frontier.replace(run_id, replaced)
 
 
+def _keep(
+    services: Services,
+    crawl: str,
+    run_id: str,
+    kept: list[PageResult],
+    part: RecordsPart,
+    in_output: Callable[[int], tuple[str, int, int] | None],
+    tally: _Tally,
+) -> list[PageResult]:
+    """The results of pages that keep their records, each pointing at a copy of them in ``part``: read from the
+    run's output (a carried page, with no block, is read from the catalog run's output as always)."""
+    places = [in_output(url_number(url_hash(r.url))) for r in kept]
+
+    def read(place: tuple[str, int, int] | None) -> bytes | None:
+        return None if place is None else services.objects.get_range(*place)
+
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        blocks = list(pool.map(read, places))
+    results = []
+    part_id = part.key.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    for result, data in zip(kept, blocks, strict=True):
+        if not data:  # nothing of it in the output: there is nothing left to keep
+            tally.lost += 1
+            results.append(replace(result, block=None, carried=False))
+            continue
+        start = len(part.body)
+        part.body += data
+        results.append(replace(result, block=PartBlock(part_id, start, len(data))))
+    return results
+
+
 def _read(services: Services, crawl: str, result: PageResult, sizes: dict[str, int | None]) -> ArchivedResponse | str:
     assert result.archive is not None  # noqa: S101 - only archived pages are read
     try:
         return read_response(services.objects, crawl, result.archive, sizes)
     except ArchiveUnreadable as exc:
-        return str(exc)
+        return f"archive record unreadable: {exc}"
 
 
 def _catalog_digests(services: Services, catalog_run: str | None, hashes: list[str]) -> dict[str, bytes]:

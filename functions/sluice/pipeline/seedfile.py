@@ -17,6 +17,8 @@ from sluice.ports import ObjectStore
 from sluice.spec import MAX_SEED_URLS, CrawlSpec, check_seed_url
 
 CHUNK = 8 * 1024 * 1024
+NAMED_LINES = 20
+"""Bad lines of a seed file ``sluice validate`` names; the rest are counted."""
 
 
 class SeedFileError(ValueError):
@@ -93,15 +95,33 @@ def upload_seed_file(objects: ObjectStore, spec: CrawlSpec, specs_dir: Path) -> 
 def check_seed_file(spec: CrawlSpec, specs_dir: Path) -> int:
     """Read the spec's seed file beside it whole, checking every line; how many seeds it holds.
 
-    Raises :class:`SeedFileError` naming the first bad line, or when the file and the spec's own seeds
-    are more than ``follow.max_pages``.
+    Raises :class:`SeedFileError` naming the first :data:`NAMED_LINES` bad lines and counting the rest, or when
+    the file and the spec's own seeds are more than ``follow.max_pages``.
     """
     if spec.seeds.file is None:
         return 0
     path = specs_dir / spec.seeds.file
     if not path.is_file():
         raise SeedFileError(f"seeds.file {spec.seeds.file}: no such file beside the spec ({path})")
-    count = sum(1 for _ in seed_urls(file_lines(path), spec.seeds.file))
+    count, bad = 0, 0
+    problems: list[str] = []
+    for number, line in enumerate(file_lines(path), start=1):
+        url = line.strip()
+        if not url or url.startswith("#"):
+            continue
+        try:
+            check_seed_url(url)
+        except ValueError as exc:
+            bad += 1
+            if len(problems) < NAMED_LINES:
+                problems.append(f"seeds.file {spec.seeds.file} line {number}: {exc}")
+            continue
+        count += 1
+    if problems:
+        more = f"\n  and {bad - len(problems)} more bad line(s)" if bad > len(problems) else ""
+        raise SeedFileError("\n  ".join(problems) + more)
+    if count > MAX_SEED_URLS:
+        raise SeedFileError(f"seeds.file {spec.seeds.file}: more than the {MAX_SEED_URLS} seeds a run takes")
     if spec.seeds.count() + count > spec.follow.max_pages:
         raise SeedFileError(
             f"seeds.file {spec.seeds.file}: {count} seeds (and {spec.seeds.count()} in the spec) is more than "

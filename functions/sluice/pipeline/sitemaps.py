@@ -2,7 +2,7 @@
 
 The scheduler reads them once per run, with the fetch layer's own client (the address guard on
 every hop, robots.txt, retries, the body cap, gzip decoded under the same cap, and what the spec's
-``request`` section adds: its headers, its credentials to the crawl's hosts, its proxy) and the run's
+``request`` section adds: its headers, its credentials to the spec's origins, its proxy) and the run's
 shared robots.txt store, so a site sees its robots.txt asked once for the whole run. Level by
 level from the listed sitemaps (depth 0), at most :data:`READERS` at a time: an index's
 sitemaps are one hop deeper. Every bound refuses what it stops, by name, and takes nothing else
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sluice.domain.pages import url_hash, url_number
 from sluice.domain.secrets import SecretUnavailable
@@ -112,6 +112,8 @@ def _credentials(services: Services, spec: CrawlSpec) -> tuple[RequestCredential
 class _Document:
     url: str
     depth: int
+    named: bool = False
+    """Named by an index or a robots.txt (not listed in the spec): read only on the crawl's hosts."""
 
 
 class _Reading:
@@ -131,6 +133,8 @@ class _Reading:
         self.deadline = deadline
         self.log = {"crawl": spec.name, "run_id": run_id}
         self.scope = Scope.from_spec(spec)
+        self.hosts = replace(self.scope, allow=(), deny=())
+        """The crawl's hosts, without its link patterns: where a sitemap an index names may be read."""
         self.report = SitemapReport()
         self.room = min(sitemaps.max_urls or MAX_SEED_URLS, max(0, spec.follow.max_pages - len(own)))
         """New seeds the sitemaps may add: ``max_urls``, and what ``follow.max_pages`` leaves after the spec's own."""
@@ -171,7 +175,10 @@ class _Reading:
             if document.url in self.documents:
                 continue
             self.documents.add(document.url)
-            if document.depth > self.sitemaps.max_depth:
+            if document.named and not self.hosts.allows(document.url):
+                self.report.sitemaps_out_of_scope += 1
+                self._refuse(document.url, "on a host out of the crawl's scope: not read (its pages would not be)")
+            elif document.depth > self.sitemaps.max_depth:
                 self._refuse(
                     document.url, f"nested deeper than max_depth ({self.sitemaps.max_depth} index hops): not read"
                 )
@@ -195,7 +202,7 @@ class _Reading:
             named = [u for line in lines if (u := _child(line, robots)) is not None]
             if not named:
                 self._refuse(robots, "robots.txt names no sitemap (no Sitemap: line)")
-            found += [_Document(u, 0) for u in named]
+            found += [_Document(u, 0, named=True) for u in named]
         return found
 
     def _refuse(self, url: str, reason: str) -> None:
@@ -247,7 +254,7 @@ class _Reading:
                     if child is None:
                         self._refuse(entry.loc, f"not a sitemap URL a run can read (listed by {document.url})")
                     else:
-                        children.append(_Document(child, document.depth + 1))
+                        children.append(_Document(child, document.depth + 1, named=True))
                 else:
                     self._page(entry.loc, entry.lastmod, final_url)
         except SitemapError as exc:

@@ -37,6 +37,9 @@ class SitemapReport:
     invalid: int = 0
     """Locations no run can carry (not http(s), credentials, too long)."""
     out_of_scope: int = 0
+    sitemaps_out_of_scope: int = 0
+    """Sitemaps an index or a robots.txt named on a host out of the crawl's scope: not fetched (nor their
+    robots.txt), as their pages would not be crawled."""
     duplicates: int = 0
     left_out: int = 0
     """Page URLs past ``max_urls`` (or the room ``follow.max_pages`` leaves): not seeded."""

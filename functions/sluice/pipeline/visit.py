@@ -19,7 +19,6 @@ report. Every step is safe to repeat and the order makes a crash at any line har
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import time
@@ -29,12 +28,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from sluice.domain.hosts import HostState, host_key
+from sluice.domain.hosts import MAX_PAUSE_S, HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
     BY_SCHEDULE,
     MAX_DIGESTS,
-    MAX_KIDS_BYTES,
     MAX_REASON,
     PageResult,
     PartBlock,
@@ -59,9 +57,9 @@ from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
+from sluice.pipeline.carried import MapCache, by_link, keep_kids, mark_stale, refresh
 from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.links import (
-    CarriedData,
     ClaimCache,
     carried_data,
     children,
@@ -116,6 +114,8 @@ class Container:
     claims: dict[str, ClaimCache] = field(default_factory=dict)
     secrets: dict[str, Secret] = field(default_factory=dict)
     """Each secret a spec names, read once per container (a new container reads a rotated value)."""
+    carried: MapCache = field(default_factory=MapCache)
+    """What linking pages carried along their links, as read from their parts (the last few)."""
 
     async def fetcher(self, spec: CrawlSpec, source: SecretSource | None) -> PageFetcher:
         """The crawl's fetcher, made on first use with the spec's ``request`` section resolved.
@@ -334,6 +334,8 @@ class _RunBatch:
         known = await asyncio.to_thread(services.frontier.entries, self.run_id, maybe_done) if maybe_done else {}
         todo = [(h, q, t) for h, (q, t) in owner.items() if not _done(known.get(h))]
         fetcher = await self._fetcher(spec)
+        if isinstance(fetcher, PageFetcher):  # a host may pause the crawl an hour at most, and never past the run
+            fetcher.gate.pause_cap_s = max(0.0, min(MAX_PAUSE_S, run.seconds_left()))
         hosts = await self._adopt_hosts(fetcher, todo) if isinstance(fetcher, PageFetcher) else []
         limit = asyncio.Semaphore(max(1, spec.politeness.concurrency))
         max_receives = services.tuning.max_receive_count
@@ -388,9 +390,12 @@ class _RunBatch:
         with traced("fetch pages", urls=len(todo), hosts=len(hosts)):
             outcomes = await asyncio.gather(*(one(t, q) for _, q, t in first), return_exceptions=True)
             if later:
-                later = await self._fresh_carry(later, first, outcomes)
+                later, stale = await self._fresh_carry(later, first, outcomes)
                 todo = [*first, *later]
-                outcomes += await asyncio.gather(*(one(t, q) for _, q, t in later), return_exceptions=True)
+                for outcome in await asyncio.gather(*(one(t, q) for _, q, t in later), return_exceptions=True):
+                    if isinstance(outcome, _Visit) and stale:
+                        outcome.result = mark_stale(outcome.result, stale)
+                    outcomes.append(outcome)
         visits = [o for o in outcomes if isinstance(o, _Visit)]
         with traced("write batch", pages=len(visits)):
             counted = await asyncio.to_thread(self._write, run, spec, visits, archive)
@@ -452,37 +457,20 @@ class _RunBatch:
         later: list[tuple[str, QueuedMessage, UrlTask]],
         first: list[tuple[str, QueuedMessage, UrlTask]],
         outcomes: Sequence[_Visit | _Retry | BaseException],
-    ) -> list[tuple[str, QueuedMessage, UrlTask]]:
+    ) -> tuple[list[tuple[str, QueuedMessage, UrlTask]], dict[str, str]]:
         """Pages seeded from the catalog with carried data, each with what its linking page carried to it this
-        run, where that page was extracted already: in this batch, or in one that ended before (its result's
-        ``kids``). A changed value is merged into records extracted anew (the page is fetched whole); a linking
-        page not extracted this run (carried by a 304, not due, not reached yet) leaves the catalog's data, which
-        is what it carried then."""
+        run (:func:`sluice.pipeline.carried.refresh`): from this batch, or from a batch that ended before; and,
+        by URL, why a page could not have it (it keeps the catalog's data, counted ``carry_stale``)."""
         in_batch = {
             parent_id(t.url): o.result for (_, _, t), o in zip(first, outcomes, strict=True) if isinstance(o, _Visit)
         }
-        wanted = sorted({t.parent for _, _, t in later if t.parent is not None and t.parent not in in_batch})
-        try:
-            found = await asyncio.to_thread(self.services.frontier.by_prefix, self.run_id, wanted) if wanted else {}
-        except Exception as exc:  # the catalog's data stands: it is what was carried when the link was found
-            logger.warning("linking pages not read", extra={**self.log, "pages": len(wanted), "error": repr(exc)})
-            found = {}
-        kids = {p: r.kids for p, r in in_batch.items() if r.kids} | {
-            p: e.result.kids for p, e in found.items() if e.result is not None and e.result.kids
-        }
-        fresh_tasks = []
-        refreshed = 0
-        for url_hash_, queued, task in later:
-            fresh = (kids.get(task.parent or "") or {}).get(parent_id(task.url))
-            if fresh is not None and dict(fresh) != task.carry:
-                # Its records are rebuilt with the new data: no 304 or same body may carry the old ones.
-                prior = task.prior.model_copy(update={"c": False}) if task.prior is not None else None
-                task = task.model_copy(update={"carry": dict(fresh), "prior": prior})
-                refreshed += 1
-            fresh_tasks.append((url_hash_, queued, task))
-        if refreshed:
-            logger.info("carried data refreshed", extra={**self.log, "pages": refreshed})
-        return fresh_tasks
+        tasks = [t for _, _, t in later]
+        got = await asyncio.to_thread(
+            refresh, self.services, self.crawl, self.run_id, tasks, in_batch, self.container.carried
+        )
+        if got.refreshed:
+            logger.info("carried data refreshed", extra={**self.log, "pages": got.refreshed})
+        return [(h, q, t) for (h, q, _), t in zip(later, got.tasks, strict=True)], got.stale
 
     async def _fetcher(self, spec: CrawlSpec) -> PageFetcher | SecretUnavailable:
         """The container's fetcher for the crawl, sharing robots.txt with the run; or why it cannot be made."""
@@ -596,7 +584,9 @@ class _Part:
         return self.add_records(visit.result, visit.records)
 
     def add_records(self, result: PageResult, records: list[Record]) -> PageResult:
-        """The page's records as one block of the part; its result pointing at the block (unchanged if none)."""
+        """The page's records as one block of the part; its result pointing at the block (unchanged if none). A map
+        of what it carried along its links too large for the result goes in the part too (:func:`keep_kids`)."""
+        result = keep_kids(result, self.key.rsplit("/", 1)[-1].removesuffix(".jsonl"), self.body)
         if not records:
             return result
         start = len(self.body)
@@ -777,31 +767,21 @@ def _fetched(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetch
         fetched_at=now,
         type=extraction.type,
     )
-    carried = carried_data(spec, extraction, records)
+    carried, carry_dropped = carried_data(spec, extraction, records)
     found = children(task, extraction.links, spec, extraction.rules, carried)
-    if found.dropped:
-        result = replace(result, dropped_links=found.dropped)
+    if found.dropped or extraction.links_dropped:
+        result = replace(result, dropped_links=found.dropped + extraction.links_dropped)
     if carried:
-        result = replace(result, kids=_kept_kids(carried))
+        result = replace(result, kids=by_link(carried))
+    if carry_dropped:
+        result = replace(result, carry_dropped=dict(carry_dropped))
+        logger.warning("carried fields dropped", extra={"url": task.url, "fields": dict(carry_dropped)})
     return _Visit(task, result, records, found.tasks, upserts, found.beyond_depth)
 
 
 def _awaits_parent(spec: CrawlSpec, task: UrlTask) -> bool:
     """A page the catalog seeded with data its linking page carried: it takes that page's data of this run."""
     return spec.types is not None and task.awaits_linking_page
-
-
-def _kept_kids(carried: dict[str, CarriedData]) -> dict[str, CarriedData]:
-    """What a page carried along its links, by the linked URL's hash prefix, as much as :data:`MAX_KIDS_BYTES` holds."""
-    kept: dict[str, CarriedData] = {}
-    size = 2
-    for link, data in carried.items():
-        entry = len(json.dumps(data, separators=(",", ":"))) + 20  # the prefix, its quotes, a colon and a comma
-        if size + entry > MAX_KIDS_BYTES:
-            break
-        kept[parent_id(link)] = data
-        size += entry
-    return kept
 
 
 def _page_type(spec: CrawlSpec, visit: _Visit) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,50 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_SPEC_BYTES = 1024 * 1024
 """A spec file's size at most: validating costs time and memory with size, and a spec is read at every cold start."""
+MAX_SPEC_DEPTH = 32
+"""Nested mappings and lists a spec document may hold, at most, counted before it is built: the deepest a spec
+has any use for is about 8 (``types.NAME.extract.fields.FIELD.process[0].regex``), and a document nested
+200,000 deep (400 KB) would otherwise end the loader, the parser or the validator in a RecursionError."""
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+"""A JSON string (skipped whole: brackets inside it are text) or a bracket."""
+
+
+def _too_deep(path: Path, line: int, column: int) -> SpecError:
+    return SpecError(
+        str(path),
+        [
+            f"(file): nested more than {MAX_SPEC_DEPTH} levels deep at line {line} column {column}: "
+            "a spec is a few levels of mappings and lists"
+        ],
+    )
+
+
+def _check_yaml_depth(path: Path, text: str) -> None:
+    """Refuse a YAML document nested deeper than :data:`MAX_SPEC_DEPTH`, from its event stream (the parser is a
+    loop, not a recursion: only building the document recurses)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            depth += 1
+            if depth > MAX_SPEC_DEPTH:
+                mark = event.start_mark
+                raise _too_deep(path, mark.line + 1 if mark else 0, mark.column + 1 if mark else 0)
+        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            depth -= 1
+
+
+def _check_json_depth(path: Path, text: str) -> None:
+    """Refuse a JSON document nested deeper than :data:`MAX_SPEC_DEPTH`, counting its brackets outside strings."""
+    depth = 0
+    for token in _JSON_TOKENS.finditer(text):
+        kind = token.group()
+        if kind in "[{":
+            depth += 1
+            if depth > MAX_SPEC_DEPTH:
+                line = text.count("\n", 0, token.start()) + 1
+                raise _too_deep(path, line, token.start() - (text.rfind("\n", 0, token.start()) + 1) + 1)
+        elif kind in "]}":
+            depth -= 1
 
 
 def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
@@ -92,7 +137,12 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), [f"(file): cannot read: {exc}"]) from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506
+        if path.suffix == ".json":
+            _check_json_depth(path, text)
+            data = json.loads(text)
+        else:
+            _check_yaml_depth(path, text)
+            data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506
     except json.JSONDecodeError as exc:
         raise SpecError(
             str(path), [f"(file): not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]

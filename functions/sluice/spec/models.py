@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -31,8 +32,8 @@ from sluice.domain.pages import MAX_URL
 from sluice.domain.recrawl import DAY_S, Schedule
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.structured import StructuredPath
-from sluice.extraction.urls import inspect_url
-from sluice.spec.request import RequestSpec
+from sluice.extraction.urls import Scope, inspect_url
+from sluice.spec.request import Origin, RequestSpec, origin_of, show_origin
 from sluice.spec.selectors import FieldSelector, check_css, parse_field_selector
 
 _WHITESPACE = re.compile(r"\s")
@@ -485,6 +486,9 @@ class Alerts(_Strict):
     """If set, unhealthy when more of the last run's records are gone (absent from this run) than this share."""
     fail_when_truncated: bool = False
     """A run that ``follow.max_pages`` or ``follow.max_depth`` cut short is unhealthy (else it only says so)."""
+    fail_when_carry_lost: bool = False
+    """A run with pages that kept stale carried data, or carried fields left out of a link's data, is unhealthy
+    (else its ``carry_stale`` and ``carry_dropped`` checks only say so)."""
 
 
 class Output(_Strict):
@@ -596,6 +600,31 @@ class CrawlSpec(_Strict):
                         raise ValueError(f"types.{name}.via names {rule!r}, which no type's follow rules name")
         return self
 
+    @model_validator(mode="after")
+    def _fields_fit_the_tables(self) -> CrawlSpec:
+        """Field names the crawl's tables can hold as columns: no partition's name (its value would replace the
+        record's), and no two that are one name when case is ignored (the tables and Athena's JSON reader take
+        names without case: a query would fail on every table)."""
+        partitions = ["crawl", "run", *(["type"] if self.types is not None else [])]
+        seen: dict[str, tuple[str, str]] = {}
+        for kind, extract in self.extracts().items():
+            where = "extract.fields" if kind is None else f"types.{kind}.extract.fields"
+            for name in extract.fields:
+                folded = name.lower()
+                if folded in partitions:
+                    raise ValueError(
+                        f"{where}.{name}: {name!r} is a partition column of the crawl's tables "
+                        f"({', '.join(partitions)}): the output path's value would stand for the record's; "
+                        "rename the field"
+                    )
+                other = seen.setdefault(folded, (name, where))
+                if other[0] != name:
+                    raise ValueError(
+                        f"{where}.{name}: the same column as {other[1]}.{other[0]} when case is ignored (the tables "
+                        "and Athena's JSON reader take names without case): give both one spelling, or rename one"
+                    )
+        return self
+
     def page_type(self, url: str, via: str | None) -> str | None:
         """The first type (in spec order) a page is: its URL matches ``pages`` and ``via`` has the rule that led
         there (each where given); None for a one-type spec, or a page no type takes."""
@@ -658,6 +687,35 @@ class CrawlSpec(_Strict):
             hosts.add(urlsplit(self.seeds.template.replace("{n}", "1")).hostname or "")
         return frozenset(h.lower() for h in hosts if h)
 
+    def credential_origins(self) -> frozenset[Origin]:
+        """The origins the ``request`` section's credentials go to: the seed URLs', the template's, the listed
+        sitemaps' and ``request.origins``. Another port, plain http beside https, a subdomain: each is named or
+        gets none (a seed file names no origin: its crawl lists them in ``request.origins``)."""
+        sitemaps = self.seeds.sitemaps.urls if self.seeds.sitemaps is not None else []
+        urls = [*self.seeds.urls, *sitemaps, *self.request.origins]
+        if self.seeds.template:
+            urls.append(self.seeds.template.replace("{n}", "1"))
+        return frozenset(o for o in map(origin_of, urls) if o is not None)
+
+    @model_validator(mode="after")
+    def _credential_origins(self) -> CrawlSpec:
+        if not self.request.has_credentials:
+            return self
+        if not self.credential_origins():
+            raise ValueError(
+                "request.origins: the seeds name no origin for the credentials to go to (a seed file's are not read "
+                "when the spec is checked): list them, e.g. origins: [https://shop.example]"
+            )
+        hosts = replace(Scope.from_spec(self), allow=(), deny=())
+        for i, text in enumerate(self.request.origins):
+            origin = origin_of(text)
+            if origin is not None and not hosts.allows(f"{show_origin(origin)}/"):
+                raise ValueError(
+                    f"request.origins: entry {i + 1}: {text!r} is not on the crawl's hosts "
+                    "(follow.allowed_domains, else the seeds' hosts): no page there is crawled"
+                )
+        return self
+
     def digest(self) -> str:
         """A stable hash of the spec's content, recorded with each run.
 
@@ -667,6 +725,11 @@ class CrawlSpec(_Strict):
         # ``recrawl`` never is: it says when pages are asked, not what their records are, so turning it on or
         # changing its numbers keeps the catalog's records carried and its pages' intervals.
         left_out: dict[str, Any] = {"request": True} if not self.request.configured else {}
+        # Keys added later are left out at their defaults, so the specs written before them keep their digest.
+        if self.request.configured and not self.request.origins:
+            left_out["request"] = {"origins": True}
+        if not self.alerts.fail_when_carry_lost:
+            left_out["alerts"] = {"fail_when_carry_lost": True}
         left_out["recrawl"] = True
         left_out |= {"types": True} if self.types is None else {"extract": True}
         # So is output.archive: keeping the responses changes no record, so switching it on fetches nothing anew.

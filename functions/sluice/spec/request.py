@@ -23,6 +23,8 @@ from sluice.domain.secrets import local_variable, name_problem
 
 MAX_HEADERS = 32
 MAX_COOKIES = 32
+MAX_ORIGINS = 32
+"""Origins ``request.origins`` names at most, besides the seeds' own."""
 MAX_LITERAL = 4096
 """A literal header or cookie value at most, in characters."""
 
@@ -59,6 +61,55 @@ _WEAK = frozenset({"key", "sid", "pass", "pwd", "pin", "login", "sig", "otp"})
 _SCHEME = re.compile(r"(basic|bearer|digest|token|negotiate|ntlm|hoba|mutual|apikey|aws4-hmac-sha256)\s+\S", re.I)
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}")
 _OPAQUE = re.compile(r"[A-Za-z0-9+/=_.~-]{24,}")
+
+
+Origin = tuple[str, str, int]
+"""Where credentials may go: ``(scheme, host, port)``, as browsers scope them (RFC 6454)."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> Origin | None:
+    """The origin of an http(s) URL: scheme and host lower-cased, the host IDNA-encoded without a trailing dot, the
+    port given or the scheme's default; None for anything else (no host, another scheme, a bad port)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").rstrip(".")
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    return scheme, host.lower(), port if port is not None else _DEFAULT_PORTS[scheme]
+
+
+def show_origin(origin: Origin) -> str:
+    """``scheme://host:port``, as the docs and error messages write an origin."""
+    scheme, host, port = origin
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def origin_problem(text: str) -> str | None:
+    """Why ``text`` is not an origin a spec can name (``scheme://host[:port]``, nothing more), or None."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError:
+        return "is not a URL"
+    if parts.scheme.lower() not in _DEFAULT_PORTS:
+        return "is not an http:// or https:// origin"
+    if "@" in parts.netloc:
+        return "carries a user name or password: an origin is scheme://host[:port]"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or text.endswith(("?", "#")):
+        return "is an origin only: scheme://host[:port], no path, query or fragment"
+    if origin_of(text) is None:
+        return "has no host"
+    return None
 
 
 class _Strict(BaseModel):
@@ -165,7 +216,7 @@ def proxy_problem(url: str) -> str | None:
 
 
 class BasicAuth(_Strict):
-    """HTTP basic auth: sent as ``Authorization: Basic ...`` to the crawl's own hosts only."""
+    """HTTP basic auth: sent as ``Authorization: Basic ...`` to the spec's origins only."""
 
     username: Value
     password: Annotated[SecretRef, _reference_only("a password")]
@@ -187,6 +238,17 @@ class RequestSpec(_Strict):
     proxy: Value | None = None
     """Every request goes through it: ``http(s)://host:port``, or a reference whose value is such a URL
     (and may carry the proxy's user name and password)."""
+    origins: list[str] = Field(default_factory=list, max_length=MAX_ORIGINS)
+    """Origins (``scheme://host[:port]``) the credentials go to besides the seeds' and listed sitemaps' own."""
+
+    @field_validator("origins")
+    @classmethod
+    def _origins(cls, origins: list[str]) -> list[str]:
+        for i, text in enumerate(origins):
+            problem = origin_problem(text)
+            if problem:
+                raise ValueError(f"entry {i + 1}: {text!r} {problem}")
+        return origins
 
     @field_validator("headers")
     @classmethod
@@ -242,6 +304,11 @@ class RequestSpec(_Strict):
 
     @model_validator(mode="after")
     def _one_authorization(self) -> RequestSpec:
+        if self.origins and not self.has_credentials:
+            raise ValueError(
+                "origins says where credentials go, and the section has none "
+                "(a header from a secret, cookies, basic_auth): remove it"
+            )
         if self.basic_auth is not None and any(n.lower() == "authorization" for n in self.headers):
             raise ValueError("give basic_auth or an Authorization header, not both (both are the Authorization header)")
         variables: dict[str, str] = {}
@@ -252,6 +319,11 @@ class RequestSpec(_Strict):
                     f"secrets {other!r} and {name!r} are both {local_variable(name)} locally: rename one of them"
                 )
         return self
+
+    @property
+    def has_credentials(self) -> bool:
+        """True when requests carry credentials: a header from a secret, cookies, basic auth."""
+        return bool(self.cookies or self.basic_auth or any(isinstance(v, SecretRef) for v in self.headers.values()))
 
     @property
     def configured(self) -> bool:

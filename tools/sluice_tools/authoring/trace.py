@@ -338,7 +338,7 @@ def _links(
     robots: Mapping[str, str],
 ) -> list[LinkTrace]:
     scope = Scope.from_spec(spec)
-    carried = carried_data(spec, extraction, records)
+    carried, _ = carried_data(spec, extraction, records)
     at_limit = depth >= spec.follow.depth_limit
     try:
         seen = {canonicalize_url(page_url)}

@@ -55,6 +55,8 @@ class CrawlTally:
     """New links left out because ``follow.max_pages`` URLs were queued."""
     beyond_depth: int = 0
     """Links of pages at ``follow.max_depth`` the crawl never queued."""
+    links_dropped: int = 0
+    """Links longer than a run visits, left out by extraction (as the pipeline leaves them out)."""
     rejected: Counter[str] = field(default_factory=Counter)
     missing: Counter[str] = field(default_factory=Counter)
     failures: Counter[str] = field(default_factory=Counter)
@@ -89,6 +91,7 @@ class CrawlTally:
         if extraction.type is not None:
             self.by_type[extraction.type] += len(extraction.records)
         self.fallback_keys += extraction.fallback_keys
+        self.links_dropped += extraction.links_dropped
         self.items += extraction.items
         self.rejected.update(extraction.rejected)
         self.missing.update(extraction.missing)
@@ -221,7 +224,7 @@ class Crawl:
         if task.depth < self.spec.follow.depth_limit:
             # A spec with types: each link keeps the rule that found it (its type) and what it carries.
             rules = extraction.rules or {}
-            carried = carried_data(self.spec, extraction, records) if rules else {}
+            carried = carried_data(self.spec, extraction, records)[0] if rules else {}
             for link in extraction.links:
                 self._frontier.admit(link, task.depth + 1, rules.get(link), carried.get(link))
         else:

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sluice.domain.pages import MAX_URL
 from sluice.spec import CrawlSpec
 from sluice_tools.crawl.engine import CrawlTally, crawl
 from sluice_tools.crawl.sinks import JsonlSink
@@ -34,6 +35,7 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
             "not_modified": tally.not_modified,
             "failed": tally.failed,
             "skipped": tally.skipped,
+            "links_dropped": tally.links_dropped,
         },
         "records": tally.records,
         **({"by_type": dict(sorted(tally.by_type.items()))} if spec.types is not None else {}),
@@ -73,6 +75,8 @@ def summarize(spec: CrawlSpec, tally: CrawlTally, out: Path, elapsed: float) -> 
     lines += limit_lines(spec.follow.max_pages, tally.capped_links, spec.follow.depth_limit, tally.beyond_depth)
     if tally.fallback_keys:
         lines.append(f"  keys     {tally.fallback_keys} record(s) without their key fields, keyed by url or position")
+    if tally.links_dropped:
+        lines.append(f"  links    {tally.links_dropped} link(s) over {MAX_URL} characters dropped")
     if tally.records:
         lines.append(f"  records  {out}")
     if not tally.records:

@@ -109,8 +109,13 @@ class FixedEndpoints:
         long-link?chars=N                   a page linking to /_test/status/200 and to a same-site URL of N chars
         long-etag?chars=N                   a page whose ETag is N characters long; honours If-None-Match
         many-records?n=N                    a list of N items, <li>record 0</li> ... (the same names on every page)
+        carry-list/{key}?n=N&pad=P          N cards linking to carry-item/{i}, each with a price i + 100 x version
+                                            of key, and a filler of P characters in each card's note
+        carry-item/{i}                      an item page: <h2 class="item">item i</h2>
+        carry-bump/{key}                    the next version of key's prices (every price of carry-list/key + 100)
         deep?depth=N&closed=1|0             N nested <div>s (closed or not) around a link to /_test/status/200
-        sitemap-nest/{n}                    a sitemap index of sitemap-nest/{n-1}; at 0, a urlset of the first listing
+        sitemap-nest/{n}?host=H             a sitemap index of sitemap-nest/{n-1} (on host H, if given); at 0, a
+                                            urlset of the first listing
         sitemap-bad?kind=broken|doctype|html   a sitemap that is no sitemap: cut off, with a DTD, or an HTML page
         sitemap-bomb?bytes=N                a gzip file (not a content coding) inflating to N zero bytes
         """
@@ -135,6 +140,9 @@ class FixedEndpoints:
             "long-link": self._long_link,
             "long-etag": self._long_etag,
             "many-records": self._many_records,
+            "carry-list": self._carry_list,
+            "carry-item": self._carry_item,
+            "carry-bump": self._carry_bump,
             "deep": self._deep,
             "sitemap-nest": self._sitemap_nest,
             "sitemap-bad": self._sitemap_bad,
@@ -203,8 +211,9 @@ class FixedEndpoints:
     def _sitemap_nest(self, request: Request, arg: str) -> Result:
         n = int(arg) if arg.isdigit() else 0
         base = f"http://{request.headers.get('host', '127.0.0.1')}"
+        child = f"http://{request.query['host']}" if request.query.get("host") else base
         if n > 0:
-            return Response(200, [("Content-Type", XML)], sitemap_index([(f"{base}/_test/sitemap-nest/{n - 1}", 0)]))
+            return Response(200, [("Content-Type", XML)], sitemap_index([(f"{child}/_test/sitemap-nest/{n - 1}", 0)]))
         return Response(200, [("Content-Type", XML)], urlset([(f"{base}/catalogue/page-1.html", 0)]))
 
     def _sitemap_bad(self, request: Request, arg: str) -> Result:
@@ -245,6 +254,26 @@ class FixedEndpoints:
     def _many_records(self, request: Request, arg: str) -> Result:
         n = max(0, min(_int(request, "n", 100), 100_000))
         return _ok("<ul>" + "".join(f"<li>record {i}</li>" for i in range(n)) + "</ul>")
+
+    def _carry_list(self, request: Request, arg: str) -> Result:
+        n = max(0, min(_int(request, "n", 100), 100_000))
+        pad = "x" * max(0, min(_int(request, "pad", 0), 2_000_000))
+        with self._lock:
+            version = self._hits["carry-bump/" + arg]
+        cards = "".join(
+            f'<li class="card"><a href="/_test/carry-item/{i}">item {i}</a>'
+            f'<span class="price">{i + 100 * version}</span><span class="note">{pad}</span></li>'
+            for i in range(n)
+        )
+        return _ok(f"<ul>{cards}</ul>")
+
+    def _carry_item(self, request: Request, arg: str) -> Result:
+        n = int(arg) if arg.isdigit() else 0
+        body = f'<!DOCTYPE html>\n<html><body><h2 class="item">item {n}</h2></body></html>\n'
+        return Response(200, [("Content-Type", HTML)], body.encode())
+
+    def _carry_bump(self, request: Request, arg: str) -> Result:
+        return _ok(f"version {self._hit('carry-bump/' + arg) + 1}")
 
     def _deep(self, request: Request, arg: str) -> Result:
         depth = max(0, min(_int(request, "depth", 100_000), 1_000_000))

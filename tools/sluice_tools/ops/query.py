@@ -186,9 +186,26 @@ def crawl_tables(state_dir: Path, specs_dir: Path) -> Tables:
         except UnknownCrawl:
             notes.append(f"{crawl}: has output but no spec in {specs_dir}/ to type its columns, no table")
             continue
-        tables.append(CrawlTable.of(spec, objects))
-        tables.extend(CrawlTable.of_type(spec, kind, objects) for kind in spec.types or {})
+        own = [CrawlTable.of(spec, objects), *(CrawlTable.of_type(spec, kind, objects) for kind in spec.types or {})]
+        problem = _views_problem(own)
+        if problem is not None:  # one crawl's view that cannot be made leaves the others' queries working
+            notes.append(f"{crawl}: its view cannot be made, no table ({problem})")
+            continue
+        tables.extend(own)
     return Tables(tables, notes)
+
+
+def _views_problem(tables: list[CrawlTable]) -> str | None:
+    """Why one crawl's views cannot be made, each on its own (a scratch database: nothing is read), or None."""
+    db = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
+    try:
+        for table in tables:
+            db.execute(table.view_sql())
+    except duckdb.Error as exc:
+        return _first_line(exc)
+    finally:
+        db.close()
+    return None
 
 
 def run_query(sql: str, tables: Tables) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -27,6 +27,7 @@ from infra.config import DEFAULT, StackConfig
 from sluice.adapters.local import LocalStore
 from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
+from sluice.domain.tally import RunTally
 from sluice.messages import StartEvent
 from sluice.observability import logger
 from sluice.pipeline.finalize import finalize_run, revive_waiting
@@ -173,8 +174,10 @@ class LocalFleet:
             if closed is not None:
                 self.say(f"abandoned run {run.run_id}: finalized as {closed.summary['status']}")
             return None
-        progress = store.frontier.progress(run.run_id)
-        return Resumed(run, progress.done, progress.claimed + run.seeds)
+        # Counted exactly from the run's URLs: the progress hints are hints (a killed batch leaves them off), and
+        # "1700 of 100 pages done" counted the pages done against the seeds alone.
+        tally = RunTally.of(run.seeds, store.frontier.scan(run.run_id))
+        return Resumed(run, tally.done, tally.enqueued)
 
     def _result(self, spec: CrawlSpec, run_id: str, store: LocalStore, resumed: Resumed | None) -> LocalRun:
         key = summary_key(spec.name, run_id)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from sluice.adapters.aws.clients import client
 from sluice.adapters.local.secrets import EnvSecrets
 from sluice.domain.secrets import SecretUnavailable, checked, is_ssm, ssm_parameter
-from sluice.extraction.urls import Scope
 from sluice.fetch.credentials import RequestCredentials, resolve_request
 from sluice.spec import CrawlSpec
 
@@ -40,7 +39,7 @@ def local_credentials(spec: CrawlSpec, source: EnvSecrets | None = None) -> Requ
     if problems:
         raise MissingSecrets(problems)
     try:
-        return resolve_request(spec.request, Scope.from_spec(spec), lambda name: checked(name, source.read(name)))
+        return resolve_request(spec.request, spec.credential_origins(), lambda name: checked(name, source.read(name)))
     except SecretUnavailable as exc:
         raise MissingSecrets([exc]) from None
 

@@ -116,6 +116,12 @@ def type_lines(types: dict[str, Any]) -> list[str]:
             f"  type {kind}: {t['pages']} page(s), {t['records']} records (new {t['new']}, changed {t['changed']})"
             f"{before}{missing}"
         )
+        if t.get("carry_stale"):
+            lines.append(f"           {t['carry_stale']} page(s) kept the last run's carried data (carry_stale)")
+        dropped = t.get("carry_dropped") or {}
+        if dropped:
+            fields = ", ".join(f"{k} {n}" for k, n in sorted(dropped.items(), key=lambda kv: -kv[1])[:5])
+            lines.append(f"           carried fields left out, over a link's bound (carry_dropped): {fields}")
     return lines
 
 
