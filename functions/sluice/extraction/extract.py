@@ -10,10 +10,10 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
-from sluice.extraction.limits import check_nesting
+from sluice.extraction.limits import charge, check_nesting, page_budget
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor
-from sluice.extraction.urls import Scope, canonical_link, canonicalize_url, resolve_link
+from sluice.extraction.urls import LinkJudge, Scope, canonicalize_url, resolve_link
 from sluice.spec import CrawlSpec, Extract
 from sluice.spec.selectors import FieldSelector
 
@@ -22,6 +22,8 @@ _LINK_TAGS = frozenset({"a", "area", "link"})
 _CACHE_SIZE = 64
 # From this many items on, field selectors run once per page instead of once per item.
 _PAGE_WIDE_MIN_ITEMS = 10
+_CHECK_EVERY = 16
+"""Items extracted between two looks at the page's CPU budget."""
 
 
 def content_hash(data: Mapping[str, Any]) -> str:
@@ -152,6 +154,7 @@ class Extractor:
         "_fields",
         "_follow",
         "_item",
+        "_judge",
         "_key",
         "_kind",
         "_nested_css",
@@ -196,15 +199,21 @@ class Extractor:
             *((css, None) for css in spec.follow.selectors),
         )
         self._scope = Scope.from_spec(spec)
+        self._judge = LinkJudge(self._scope)
 
     def extract(self, page_url: str, html: str | bytes) -> PageExtraction:
         """Extract records and links from one page; broken or empty HTML yields what it can.
 
         ``html`` is text, or bytes lexbor reads as UTF-8 (see :func:`sluice.extraction.charset.parser_input`).
-        Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page nested too deep to parse.
+        Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page nested too deep to parse,
+        or whose extraction would pass its CPU budget (:data:`~sluice.extraction.limits.EXTRACTION_CPU_S`).
         """
         check_nesting(html)
-        tree = LexborHTMLParser(html)
+        with page_budget():
+            tree = LexborHTMLParser(html)
+            return self._extract(page_url, tree)
+
+    def _extract(self, page_url: str, tree: LexborHTMLParser) -> PageExtraction:
         base_url = _base_url(tree, page_url)
         rejected = {f.name: 0 for f in self._fields if f.required}
         missing = {f.name: 0 for f in self._fields}
@@ -216,6 +225,8 @@ class Extractor:
         records: list[Record] = []
         page_key = ""
         for position, (item, found) in enumerate(zip(items, self._first_matches(tree, items), strict=True)):
+            if not position % _CHECK_EVERY:
+                charge(0.0, f"{position:,} of {len(items):,} items extracted")
             data = self._fields_of(item, found, base_url, page_url)
             keep = True
             for field in self._fields:
@@ -319,15 +330,17 @@ class Extractor:
         positions = {item.mem_id: position for position, item in enumerate(items)} if self._item else {}
         seen: set[str] = {_page_key(page_url)}
         out_of_scope = 0
+        judge = self._judge.judge
         for css, rule in self._follow:
             for node in tree.css(css):
                 anchors = [node] if node.tag in _LINK_TAGS else node.css("a[href], area[href]")
                 for anchor in anchors:
-                    url = canonical_link(anchor.attrs.get("href"), base_url)
-                    if url is None or url in seen:
+                    verdict = judge(anchor.attrs.get("href"), base_url)
+                    if verdict is None or verdict[0] in seen:
                         continue
+                    url, allowed = verdict
                     seen.add(url)
-                    if self._scope.allows(url):
+                    if allowed:
                         links.append(url)
                         if rule is not None:
                             rules[url] = rule

@@ -22,11 +22,21 @@ Measured before choosing: a bound from counts alone (opens minus closes per chun
 unsound (``<div/>`` opens a ``<div>``, and an end tag under an open ``<table>`` closes nothing),
 and asking lexbor for the depth after the parse pays for the parse first (lexbor cannot stop
 early), plus a selector walk of ~0.4 ms on the 400 KB page.
+
+Past the parse, a page's extraction runs within :data:`EXTRACTION_CPU_S` of CPU (its thread's):
+:func:`page_budget` opens the budget, :func:`charge` refuses a step whose worst cost (a regex
+search: program size times text, see :mod:`sluice.extraction.patterns`) would pass it, before the
+step runs, and the item loop checks the clock as it goes. A page over the budget fails alone, as
+a page too deep does, with its reason; its neighbours in the batch keep their time.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 MAX_DEPTH = 1_024
@@ -50,8 +60,36 @@ _CHUNK = 65_536
 """Characters tokenized at a time, so a page found too deep early is not tokenized whole."""
 
 
+EXTRACTION_CPU_S = 1.0
+"""CPU seconds one page's extraction may take (an honest 400 KB page takes a few ms)."""
+_deadline: ContextVar[float | None] = ContextVar("sluice_extraction_deadline", default=None)
+
+
 class PageTooComplex(ValueError):
-    """A page refused before parsing; the text says what about it, for the page's failure reason."""
+    """A page refused before parsing or stopped mid-extraction; the text says why, for its failure reason."""
+
+
+@contextmanager
+def page_budget(seconds: float = EXTRACTION_CPU_S) -> Iterator[None]:
+    """Within the block, :func:`charge` holds the calling thread to ``seconds`` of CPU from now."""
+    token = _deadline.set(time.thread_time() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def charge(cost_s: float, what: str) -> None:
+    """Raise :class:`PageTooComplex` if the CPU spent so far plus ``cost_s`` passes the page's budget.
+
+    ``cost_s`` bounds the next step's cost (0 checks what is spent); ``what`` names the step.
+    Outside :func:`page_budget` nothing is charged.
+    """
+    deadline = _deadline.get()
+    if deadline is None:
+        return
+    if time.thread_time() + cost_s > deadline:
+        raise PageTooComplex(f"extraction over its CPU budget of {EXTRACTION_CPU_S:g} s a page: {what}")
 
 
 def check_nesting(html: str | bytes) -> None:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sluice.extraction.limits import charge
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.urls import resolve_link
 from sluice.spec import ProcessStep, RegexStep, ReplaceStep
@@ -146,12 +147,20 @@ _NAMED: dict[str, StepFn] = {
 }
 
 
+_CHARGED_S = 0.001
+"""A regex search that can cost more than this is charged to the page's CPU budget before it runs."""
+
+
 def _regex_step(pattern: str) -> StepFn:
     compiled = compile_pattern(pattern)
     group = 1 if compiled.groups else 0
 
     def step(value: Any, base_url: str) -> Any:
-        match = compiled.search(_text(value))
+        text = _text(value)
+        worst = compiled.worst_cost_s(len(text))
+        if worst > _CHARGED_S:
+            charge(worst, f"regex {pattern[:60]!r} on {len(text):,} characters could take {worst:.2g} s")
+        match = compiled.search(text)
         return match.group(group) if match is not None else None
 
     return step

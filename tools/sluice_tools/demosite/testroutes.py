@@ -110,6 +110,7 @@ class FixedEndpoints:
         long-etag?chars=N                   a page whose ETag is N characters long; honours If-None-Match
         many-records?n=N                    a list of N items, <li>record 0</li> ... (the same names on every page)
         deep?depth=N&closed=1|0             N nested <div>s (closed or not) around a link to /_test/status/200
+        long-text?chars=N                   one product card whose <p class="blurb"> holds N characters
         sitemap-nest/{n}                    a sitemap index of sitemap-nest/{n-1}; at 0, a urlset of the first listing
         sitemap-bad?kind=broken|doctype|html   a sitemap that is no sitemap: cut off, with a DTD, or an HTML page
         sitemap-bomb?bytes=N                a gzip file (not a content coding) inflating to N zero bytes
@@ -136,6 +137,7 @@ class FixedEndpoints:
             "long-etag": self._long_etag,
             "many-records": self._many_records,
             "deep": self._deep,
+            "long-text": self._long_text,
             "sitemap-nest": self._sitemap_nest,
             "sitemap-bad": self._sitemap_bad,
         }
@@ -253,6 +255,16 @@ class FixedEndpoints:
             f'<!DOCTYPE html>\n<html><body>{"<div>" * depth}<a href="/_test/status/200">in</a>{closing}</body></html>'
         )
         return Response(200, [("Content-Type", HTML)], body.encode())
+
+    def _long_text(self, request: Request, arg: str) -> Result:
+        chars = max(0, min(_int(request, "chars", 1_000_000), 4_000_000))
+        card = (
+            '<article class="product_pod"><h3><a href="long.html" title="Long">Long</a></h3>'
+            '<p class="price_color">£1.00</p><p class="star-rating One"></p>'
+            f'<p class="blurb">{"ab " * (chars // 3)}</p>'
+            "</article>"
+        )
+        return _ok(card)
 
     def _etag(self, request: Request, arg: str) -> Result:
         page = self._etags.get(arg)
