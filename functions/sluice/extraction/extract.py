@@ -12,7 +12,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from sluice.extraction.limits import charge, check_nesting, page_budget
 from sluice.extraction.patterns import compile_pattern
-from sluice.extraction.processing import FieldProcessor
+from sluice.extraction.processing import FieldProcessor, StepFn
 from sluice.extraction.urls import LinkJudge, Scope, canonicalize_url, resolve_link
 from sluice.spec import CrawlSpec, Extract
 from sluice.spec.selectors import FieldSelector
@@ -105,10 +105,12 @@ class _Field:
     name: str
     css: str | None
     get: Getter
-    pipeline: FieldProcessor
+    pipeline: StepFn
     required: bool
     many: bool
     page_url: bool = False
+    single: bool = False
+    """Neither a list nor the page URL: one node's value."""
 
 
 def _own_text(node: LexborNode) -> str | None:
@@ -181,10 +183,11 @@ class Extractor:
                 name,
                 f.selector.css,
                 _getter(f.selector),
-                FieldProcessor(f.process),
+                FieldProcessor(f.process).run,
                 f.required,
                 f.many,
                 f.selector.pick == "page_url",
+                not f.many and f.selector.pick != "page_url",
             )
             for name, f in extract.fields.items()
         )
@@ -289,20 +292,20 @@ class Extractor:
         """Every field's processed value for one item: None where missing, ``[]`` for a list with no values."""
         data: dict[str, Any] = {}
         for field in self._fields:
+            if field.single:  # the common case first: one node the page-wide pass found
+                node = found[field.css] if field.css is not None else item
+                raw = field.get(node) if node is not None else None
+                value: Any = field.pipeline(raw, base_url) if raw is not None else None
+                data[field.name] = None if value == "" else value
+                continue
             if field.page_url:
-                value: Any = field.pipeline(page_url, base_url)
+                value = field.pipeline(page_url, base_url)
                 if field.many:
                     value = [value] if _present(value) else []
-            elif field.many:
+            else:  # a list
                 nodes = item.css(field.css) if field.css is not None else [item]
                 values = [field.pipeline(raw, base_url) for raw in map(field.get, nodes) if raw is not None]
                 value = [v for v in values if _present(v)]
-            else:
-                node = found[field.css] if field.css is not None else item
-                raw = field.get(node) if node is not None else None
-                value = field.pipeline(raw, base_url) if raw is not None else None
-                if value == "":
-                    value = None
             data[field.name] = value
         return data
 

@@ -183,20 +183,47 @@ def compile_step(step: ProcessStep) -> StepFn:
     return _NAMED[step]
 
 
-class FieldProcessor:
-    """A field's steps compiled once; calling it runs them in order and stops at the first None."""
+def _keep(value: Any, base_url: str) -> Any:
+    return value
 
-    __slots__ = ("_steps",)
 
-    def __init__(self, steps: Sequence[ProcessStep]) -> None:
-        self._steps: tuple[StepFn, ...] = tuple(compile_step(s) for s in steps)
+def _chain(steps: tuple[StepFn, ...]) -> StepFn:
+    """One function running ``steps`` in order, stopping at the first None (no loop for one or two steps)."""
+    if not steps:
+        return _keep
+    if len(steps) == 1:
+        return steps[0]
+    if len(steps) == 2:
+        first, second = steps
 
-    def __call__(self, value: Any, base_url: str = "") -> Any:
-        for step in self._steps:
+        def two(value: Any, base_url: str) -> Any:
+            value = first(value, base_url)
+            return None if value is None else second(value, base_url)
+
+        return two
+
+    def every(value: Any, base_url: str) -> Any:
+        for step in steps:
             value = step(value, base_url)
             if value is None:
                 return None
         return value
+
+    return every
+
+
+class FieldProcessor:
+    """A field's steps compiled once; calling it runs them in order and stops at the first None."""
+
+    __slots__ = ("_steps", "run")
+
+    def __init__(self, steps: Sequence[ProcessStep]) -> None:
+        self._steps: tuple[StepFn, ...] = tuple(compile_step(s) for s in steps)
+        self.run: StepFn = _chain(self._steps)
+        """The steps as one ``(value, base_url) -> value`` function (what extraction calls per item)."""
+
+    def __call__(self, value: Any, base_url: str = "") -> Any:
+        return self.run(value, base_url)
 
 
 def process_value(value: str, steps: Sequence[ProcessStep], base_url: str = "") -> Any:
