@@ -228,7 +228,7 @@ def test_a_page_nested_too_deep_to_parse_fails_with_its_reason_and_its_batch_goe
     assert pipeline.dead_letters() == []
 
 
-def test_a_page_whose_extraction_would_pass_its_cpu_budget_fails_alone_with_its_reason(
+def test_a_page_whose_extraction_would_pass_its_time_budget_fails_alone_with_its_reason(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
     """A legal pattern costs RE2 up to 2.5 ns per instruction per character: on 1.5 MB, more than the page's second."""
@@ -244,7 +244,7 @@ def test_a_page_whose_extraction_would_pass_its_cpu_budget_fails_alone_with_its_
     [long] = [e for e in pipeline.services.frontier.scan(run_id) if "/_test/long-text" in e.url]
     assert long.result is not None
     assert long.result.reason is not None
-    assert long.result.reason.startswith("extraction over its CPU budget of 1 s a page: regex '(.*){30}x' on 1,")
+    assert long.result.reason.startswith("extraction over its time budget of 1 s a page: regex '(.*){30}x' on 1,")
     assert pipeline.dead_letters() == []
 
 

@@ -23,7 +23,7 @@ _CACHE_SIZE = 64
 # From this many items on, field selectors run once per page instead of once per item.
 _PAGE_WIDE_MIN_ITEMS = 10
 _CHECK_EVERY = 16
-"""Items extracted between two looks at the page's CPU budget."""
+"""Items extracted between two looks at the page's time budget."""
 
 
 def content_hash(data: Mapping[str, Any]) -> str:
@@ -209,7 +209,7 @@ class Extractor:
 
         ``html`` is text, or bytes lexbor reads as UTF-8 (see :func:`sluice.extraction.charset.parser_input`).
         Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page nested too deep to parse,
-        or whose extraction would pass its CPU budget (:data:`~sluice.extraction.limits.EXTRACTION_CPU_S`).
+        or whose extraction would pass its time budget (:data:`~sluice.extraction.limits.EXTRACTION_S`).
         """
         check_nesting(html)
         with page_budget():

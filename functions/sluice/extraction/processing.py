@@ -148,7 +148,7 @@ _NAMED: dict[str, StepFn] = {
 
 
 _CHARGED_S = 0.001
-"""A regex search that can cost more than this is charged to the page's CPU budget before it runs."""
+"""A regex search that can cost more than this is charged to the page's time budget before it runs."""
 
 
 def _regex_step(pattern: str) -> StepFn:
