@@ -95,13 +95,15 @@ def charge(cost_s: float, what: str) -> None:
         raise PageTooComplex(f"extraction over its time budget of {EXTRACTION_S:g} s a page: {what}")
 
 
-def check_nesting(html: str | bytes) -> None:
-    """Raise :class:`PageTooComplex` when ``html`` nests more than :data:`MAX_DEPTH` elements."""
-    depth = nesting_depth(html, stop_at=MAX_DEPTH + 1)
-    if depth > MAX_DEPTH:
+def check_nesting(html: str | bytes) -> int:
+    """Raise :class:`PageTooComplex` when ``html`` nests more than :data:`MAX_DEPTH` elements; else
+    the page's count of ``<`` (its tags, about), which extraction uses to choose how it queries."""
+    tags = html.count(b"<") if isinstance(html, bytes) else html.count("<")
+    if tags > FEW_TAGS and _scanned_depth(html, MAX_DEPTH + 1) > MAX_DEPTH:
         raise PageTooComplex(
             f"HTML nests more than {MAX_DEPTH} elements deep: not parsed (parse time grows with depth)"
         )
+    return tags
 
 
 def nesting_depth(html: str | bytes, *, stop_at: int | None = None) -> int:
@@ -109,12 +111,13 @@ def nesting_depth(html: str | bytes, *, stop_at: int | None = None) -> int:
 
     Stops once ``stop_at`` is reached.
     """
+    tags = html.count(b"<") if isinstance(html, bytes) else html.count("<")
+    return 0 if tags <= FEW_TAGS else _scanned_depth(html, stop_at)
+
+
+def _scanned_depth(html: str | bytes, stop_at: int | None) -> int:
     if isinstance(html, bytes):
-        if html.count(b"<") <= FEW_TAGS:
-            return 0
         return _deepest(_RAW_BYTES.sub(b"", html.lower()), _TAG_BYTES, 47, stop_at)  # 47: "/"
-    if html.count("<") <= FEW_TAGS:
-        return 0
     return _deepest(_RAW_TEXT.sub("", html.lower()), _TAG_TEXT, "/", stop_at)
 
 
