@@ -40,6 +40,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import cache
 from typing import Any
 
 MAX_DEPTH = 1_024
@@ -55,10 +56,16 @@ _NOT_NESTING = (
     "html|head|body"
 )
 # One token per nesting tag, lower-cased text: "div" opens, "/div" closes.
-_TAG_TEXT = re.compile(rf"<(/?(?!(?:{_NOT_NESTING})[\s/>])[a-z][a-z0-9-]*)")
-_TAG_BYTES = re.compile(_TAG_TEXT.pattern.encode())
-_RAW_TEXT = re.compile(r"<(script|style|textarea|title)\b.*?</\1\s*>|<!--.*?-->", re.DOTALL)
-_RAW_BYTES = re.compile(_RAW_TEXT.pattern.encode(), re.DOTALL)
+_TAG = rf"<(/?(?!(?:{_NOT_NESTING})[\s/>])[a-z][a-z0-9-]*)"
+_RAW = r"<(script|style|textarea|title)\b.*?</\1\s*>|<!--.*?-->"
+
+
+@cache
+def _scanner(text: bool) -> tuple[re.Pattern[Any], re.Pattern[Any]]:
+    """The raw-text and tag patterns for text or bytes, compiled on the first scan (few pages need one)."""
+    if text:
+        return re.compile(_RAW, re.DOTALL), re.compile(_TAG)
+    return re.compile(_RAW.encode(), re.DOTALL), re.compile(_TAG.encode())
 _CHUNK = 65_536
 """Characters tokenized at a time, so a page found too deep early is not tokenized whole."""
 
@@ -117,8 +124,10 @@ def nesting_depth(html: str | bytes, *, stop_at: int | None = None) -> int:
 
 def _scanned_depth(html: str | bytes, stop_at: int | None) -> int:
     if isinstance(html, bytes):
-        return _deepest(_RAW_BYTES.sub(b"", html.lower()), _TAG_BYTES, 47, stop_at)  # 47: "/"
-    return _deepest(_RAW_TEXT.sub("", html.lower()), _TAG_TEXT, "/", stop_at)
+        raw, tags = _scanner(False)
+        return _deepest(raw.sub(b"", html.lower()), tags, 47, stop_at)  # 47: "/"
+    raw, tags = _scanner(True)
+    return _deepest(raw.sub("", html.lower()), tags, "/", stop_at)
 
 
 def _deepest(text: Any, tags: re.Pattern[Any], slash: Any, stop_at: int | None) -> int:
