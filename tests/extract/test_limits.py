@@ -77,7 +77,7 @@ def test_a_page_whose_regex_could_pass_the_time_budget_is_stopped_before_it_runs
     fields = {"blurb": {"selector": "p", "process": [{"regex": "(.*){30}x"}]}}  # 305 instructions: a legal pattern
     spec = make_spec(extract={"fields": fields})
     long = "<html><body><p>" + "ab " * 500_000 + "</p></body></html>"  # RE2: up to 1.1 s on it
-    with pytest.raises(PageTooComplex, match=r"time budget of 1 s a page: regex '\(\.\*\)\{30\}x' on 1,500,000"):
+    with pytest.raises(PageTooComplex, match=r"step over its bound of 1 s: regex '\(\.\*\)\{30\}x' on 1,500,000"):
         extract_page(spec, "https://books.toscrape.com/long.html", long)
     short = extract_page(spec, "https://books.toscrape.com/short.html", "<p>abx</p>")
     assert short.items == 1  # the pattern runs where it costs little

@@ -244,7 +244,7 @@ def test_a_page_whose_extraction_would_pass_its_time_budget_fails_alone_with_its
     [long] = [e for e in pipeline.services.frontier.scan(run_id) if "/_test/long-text" in e.url]
     assert long.result is not None
     assert long.result.reason is not None
-    assert long.result.reason.startswith("extraction over its time budget of 1 s a page: regex '(.*){30}x' on 1,")
+    assert long.result.reason.startswith("extraction step over its bound of 1 s: regex '(.*){30}x' on 1,")
     assert pipeline.dead_letters() == []
 
 
