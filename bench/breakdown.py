@@ -18,12 +18,13 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
+from bench.client_pipeline import docs_spec
 from bench.client_sluice import bench_spec
 from bench.common import CLIENT_CORE, RESULT_PREFIX, pin_to_core
 from sluice.extraction.charset import decode_html
 from sluice.extraction.extract import extract_page
 from sluice.extraction.limits import check_nesting
-from sluice.extraction.urls import canonical_link, canonicalize_url
+from sluice.extraction.urls import LinkJudge, Scope, canonical_link, canonicalize_url
 from sluice.fetch.outcomes import content_hash
 from sluice.spec import CrawlSpec, parse_spec
 from sluice_tools.demosite.catalogue import Catalogue
@@ -99,18 +100,35 @@ def measure_links() -> dict[str, float]:
     hrefs = [a.attrs.get("href") or "" for a in LexborHTMLParser(page.body).css("a[href]")]
     assert len(hrefs) >= 200, len(hrefs)
 
+    scope = Scope.from_spec(docs_spec(BASE, 32))
+    known = LinkJudge(scope)
+    for href in hrefs:
+        known.judge(href, base)
+
     def sluice() -> None:
+        judge = LinkJudge(scope)  # every link seen for the first time
         for href in hrefs:
-            canonical_link(href, base)
+            judge.judge(href, base)
+
+    def sluice_known() -> None:
+        for href in hrefs:
+            known.judge(href, base)
 
     def peer() -> None:
         for href in hrefs:
-            w3lib_canonicalize(safe_url_string(urljoin(base, href)))
+            url = w3lib_canonicalize(safe_url_string(urljoin(base, href)))
+            scope.allows(url)
 
     return {
         "links on the page": float(len(hrefs)),
-        "sluice: resolve + canonicalize, µs per link": per_call_us(sluice, calls=20) / len(hrefs),
-        "urljoin + w3lib canonicalize_url, µs per link": per_call_us(peer, calls=20) / len(hrefs),
+        "sluice: resolve + canonicalize + scope, first sight, µs per link": per_call_us(sluice, calls=20) / len(hrefs),
+        "sluice: the same, a link seen on an earlier page, µs per link": per_call_us(sluice_known, calls=20)
+        / len(hrefs),
+        "urljoin + w3lib canonicalize_url + scope, µs per link": per_call_us(peer, calls=20) / len(hrefs),
+        "sluice: resolve + canonicalize only (canonical_link), µs per link": per_call_us(
+            lambda: [canonical_link(h, base) for h in hrefs], calls=20
+        )
+        / len(hrefs),
     }
 
 

@@ -28,7 +28,10 @@ from bench import machine, report
 from bench.common import ITEMS_PER_PAGE, RESULT_PREFIX
 from bench.server import ServerProcess
 
-CLIENTS = ("sluice", "scrapy", "recipe")
+CLIENTS = ("sluice", "peer", "scrapy", "recipe")
+"""The engine, then its peers: aiohttp + selectolax, a Scrapy spider, the httpx + BeautifulSoup recipe."""
+DOCS_PAGES = 2000
+"""What a docs-variant client is told (it crawls the whole docs site, 2,021 pages, from its index)."""
 PIPELINE_CLIENTS = (
     ("sluice", "default"),
     ("pipeline", "first"),
@@ -40,7 +43,6 @@ PIPELINE_CONCURRENCY = 32
 TRANSPORTS = ("default", "httpx", "httpx-sharded")
 RESULTS = Path("bench/results")
 CLIENT_TIMEOUT_S = 300.0
-HEAVY_CONCURRENCY = 128
 TRANSPORT_CONCURRENCY = 128
 Run = dict[str, Any]
 
@@ -149,7 +151,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--concurrency", help="comma list of in-flight counts (default 8,32,128; --quick 32)")
     add("--sluice-repeats", type=int, help="runs per sluice cell, the median kept (default 3; --quick 1)")
     add("--heavy-pages", type=int, help="heavy (~400 KB) pages for the RSS run, 0 skips (default 500; --quick 100)")
-    add("--heavy-clients", default="sluice,scrapy", help="clients in the heavy-page run")
+    add("--heavy-clients", default="sluice,peer,scrapy", help="clients in the heavy-page runs ('' skips)")
+    add("--docs-clients", default="sluice,peer", help="clients in the link-heavy docs-site runs ('' skips)")
     add("--transports", default=",".join(TRANSPORTS), help="sluice transports to compare ('' skips)")
     add("--pipeline-pages", help="listing pages for the pipeline runs, comma list (default 1000,10000; --quick 300)")
     add("--no-pipeline", action="store_true", help="skip sluice run vs sluice crawl vs the stateful recipe")
@@ -164,13 +167,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.heavy_pages = args.heavy_pages if args.heavy_pages is not None else (100 if args.quick else 500)
     args.clients = [c for c in args.clients.split(",") if c]
     args.heavy_clients = [c for c in args.heavy_clients.split(",") if c]
+    args.docs_clients = [c for c in args.docs_clients.split(",") if c]
     args.transports = [] if args.quick else [t for t in args.transports.split(",") if t]
     args.no_docs = args.no_docs or args.quick
     finalize = args.finalize_pages if args.finalize_pages is not None else ("" if args.quick else "10000,50000")
     args.finalize_pages = [int(p) for p in finalize.split(",") if p]
     pipeline = args.pipeline_pages or ("300" if args.quick else "1000,10000")
     args.pipeline_pages = [] if args.no_pipeline else [int(p) for p in pipeline.split(",") if p]
-    for name in (*args.clients, *args.heavy_clients):
+    for name in (*args.clients, *args.heavy_clients, *args.docs_clients):
         if name not in CLIENTS:
             parser.error(f"unknown client {name!r}")
     if not 1 <= args.pages <= 20_000 or not all(1 <= c <= 128 for c in args.concurrency):
@@ -195,11 +199,13 @@ def main(argv: list[str] | None = None) -> None:
             "books": args.pages * ITEMS_PER_PAGE,
             "sluice_repeats": args.sluice_repeats,
             "quick": args.quick,
-            "heavy": {"pages": args.heavy_pages, "concurrency": HEAVY_CONCURRENCY, "clients": args.heavy_clients},
+            "heavy": {"pages": args.heavy_pages, "concurrency": args.concurrency, "clients": args.heavy_clients},
+            "docs": {"concurrency": args.concurrency, "clients": args.docs_clients},
             "transport_concurrency": TRANSPORT_CONCURRENCY,
         },
         "matrix": [],
         "heavy": [],
+        "docs": [],
         "transports": [],
         "pipeline": [],
     }
@@ -211,6 +217,12 @@ def main(argv: list[str] | None = None) -> None:
             for client in args.clients:
                 repeats = args.sluice_repeats if client == "sluice" else 1
                 result["matrix"].append(harness.median_of(repeats, client, server, args.pages, n))
+        if args.docs_clients:
+            print("link-heavy docs site (2,021 pages, 200+ links each, from its index):", flush=True)
+            for n in args.concurrency:
+                for client in args.docs_clients:
+                    repeats = args.sluice_repeats if client == "sluice" else 1
+                    result["docs"].append(harness.median_of(repeats, client, server, DOCS_PAGES, n, "docs"))
         if args.transports:
             print(f"transports (sluice, {TRANSPORT_CONCURRENCY} in flight):", flush=True)
             for variant in args.transports:
@@ -221,8 +233,10 @@ def main(argv: list[str] | None = None) -> None:
         pages = args.heavy_pages
         with ServerProcess(books=pages * ITEMS_PER_PAGE, prerender=pages, latency_ms=lat, heavy=True) as server:
             print(f"heavy server {server.base}: {pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
-            for client in args.heavy_clients:
-                result["heavy"].append(harness.run(client, server, pages, HEAVY_CONCURRENCY))
+            for n in args.concurrency:
+                for client in args.heavy_clients:
+                    repeats = args.sluice_repeats if client == "sluice" else 1
+                    result["heavy"].append(harness.median_of(repeats, client, server, pages, n))
     if args.pipeline_pages:
         result["pipeline"] = pipeline_runs(harness, args.pipeline_pages)
     if args.finalize_pages:

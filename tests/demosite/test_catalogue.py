@@ -68,6 +68,16 @@ def test_heavy_listing_weighs_about_400_kb() -> None:
     assert 360_000 <= len(page.body) <= 440_000
 
 
+def test_heavy_listing_carries_a_real_shops_markup() -> None:
+    body = Catalogue(heavy=True).get(LISTING).body  # type: ignore[union-attr]
+    assert body.count(b"<") > 4_000  # tags, not only text: what the nesting guard and lexbor pay for
+    assert body.count(b"<svg") >= 80
+    assert body.count(b"data-") >= 500
+    tree = HTMLParser(body)
+    assert len(tree.css("article.product_pod h3 a")) == 20
+    assert len(tree.css("p.price_color")) == 20
+
+
 def test_detail_page_matches_listing() -> None:
     catalogue = Catalogue(books=60)
     book = catalogue.books[22]

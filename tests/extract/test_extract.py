@@ -11,6 +11,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from sluice.extraction.extract import PageExtraction, Record, content_hash, extract_page, extractor_for
 from sluice.spec import CrawlSpec
+from sluice_tools.demosite.catalogue import Catalogue
 
 PAGE_URL = "https://books.toscrape.com/catalogue/category/books_1/page-1.html"
 ITEM = "article.product_pod"
@@ -365,7 +366,7 @@ def nested_comments(depth: int) -> str:
     return f"<html><body><section>{html}</section></body></html>"
 
 
-@pytest.mark.parametrize("page_kind", ["listing", "flawed listing", "nested"])
+@pytest.mark.parametrize("page_kind", ["listing", "flawed listing", "nested", "crowded listing"])
 def test_page_wide_and_per_item_selection_agree(
     make_spec: MakeSpec, pod: Pod, listing: Listing, page_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -378,6 +379,9 @@ def test_page_wide_and_per_item_selection_agree(
         }
         spec = make_spec(extract={"item": "div.comment", "fields": fields})
         html = nested_comments(12)
+    elif page_kind == "crowded listing":  # 400 KB, ~230 tags a card: queried card by card unless forced
+        spec = make_spec()
+        html = Catalogue(books=100, heavy=True).get("/catalogue/page-2.html").body  # type: ignore[union-attr,assignment]
     else:
         spec = make_spec()
         pods = [pod(n) for n in range(1, 16)]
@@ -387,6 +391,7 @@ def test_page_wide_and_per_item_selection_agree(
             pods[9] = pods[9].replace('class="star-rating Five"', "")
         html = listing(pods)
     monkeypatch.setattr("sluice.extraction.extract._PAGE_WIDE_MIN_ITEMS", 1)
+    monkeypatch.setattr("sluice.extraction.extract._PAGE_WIDE_MAX_TAGS", 10**9)
     page_wide = extract_page(spec, PAGE_URL, html)
     monkeypatch.setattr("sluice.extraction.extract._PAGE_WIDE_MIN_ITEMS", 10**9)
     per_item = extract_page(spec, PAGE_URL, html)

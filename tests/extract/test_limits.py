@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sluice.extraction.extract import extract_page
-from sluice.extraction.limits import FEW_TAGS, MAX_DEPTH, PageTooComplex, check_nesting, nesting_depth
+from sluice.extraction.limits import (
+    FEW_TAGS,
+    MAX_DEPTH,
+    PageTooComplex,
+    charge,
+    check_nesting,
+    nesting_depth,
+    page_budget,
+)
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite.catalogue import Catalogue
 from sluice_tools.demosite.docs import DocsSite
@@ -61,3 +71,20 @@ def test_real_pages_pass(spec: CrawlSpec) -> None:
     for body in bodies:
         check_nesting(body)
         check_nesting(body * 10)  # ten pages' worth of tags, scanned: still shallow
+
+
+def test_a_page_whose_regex_could_pass_the_time_budget_is_stopped_before_it_runs(make_spec: Any) -> None:
+    fields = {"blurb": {"selector": "p", "process": [{"regex": "(.*){30}x"}]}}  # 305 instructions: a legal pattern
+    spec = make_spec(extract={"fields": fields})
+    long = "<html><body><p>" + "ab " * 500_000 + "</p></body></html>"  # RE2: up to 1.1 s on it
+    with pytest.raises(PageTooComplex, match=r"step over its bound of 1 s: regex '\(\.\*\)\{30\}x' on 1,500,000"):
+        extract_page(spec, "https://books.toscrape.com/long.html", long)
+    short = extract_page(spec, "https://books.toscrape.com/short.html", "<p>abx</p>")
+    assert short.items == 1  # the pattern runs where it costs little
+    assert short.missing == {"blurb": 1}  # its group 1, the last of 30 repeats, took the empty string
+
+
+def test_the_budget_holds_only_within_a_page() -> None:
+    charge(1e9, "outside any page")  # nothing to charge
+    with page_budget(0.5), pytest.raises(PageTooComplex, match="over its time budget"):
+        charge(0.6, "a step bound to cost 0.6 s")

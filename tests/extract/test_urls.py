@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sluice.extraction.urls import Scope, canonical_link, canonicalize_url, has_credentials, resolve_link
+from sluice.extraction.urls import LinkJudge, Scope, canonical_link, canonicalize_url, has_credentials, resolve_link
 from sluice.spec import CrawlSpec
 
 PAGE = "https://books.toscrape.com/catalogue/category/books_1/page-1.html"
@@ -211,3 +211,35 @@ def test_scope_domain_with_port(make_spec: Callable[..., CrawlSpec]) -> None:
     assert scope.allows("http://localhost:8080/x")
     assert not scope.allows("http://localhost:9090/x")
     assert scope.allows("https://books.toscrape.com:8443/x")
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("http://a.example/p?b=2&a=1#top", "http://a.example/p?a=1&b=2"),  # argument order, fragment
+        ("http://a.example/%7euser?q=%7e&q=a%2f", "http://a.example/~user?q=a%2F&q=~"),  # escapes, then order
+        ("http://a.example/p?a&&b=", "http://a.example/p?a=&b="),  # a key without a value
+        ("http://a.example/p?x=a%20b", "http://a.example/p?x=a+b"),  # a space in a query
+        ("http://A.example/", "http://a.example/"),  # host case
+    ],
+)
+def test_links_w3lib_calls_one_page_are_one_page(one: str, other: str) -> None:
+    from w3lib.url import canonicalize_url as w3lib_canonical
+
+    assert w3lib_canonical(one) == w3lib_canonical(other)
+    assert canonicalize_url(one) == canonicalize_url(other)
+
+
+def test_the_link_judge_agrees_with_the_scope_on_every_case_of_the_standard(
+    make_spec: Callable[..., CrawlSpec],
+) -> None:
+    follow = {"allowed_domains": ["example.org", "localhost:8000"], "deny": [r"/foo/b"], "allow": [r"\w"]}
+    scope = Scope.from_spec(make_spec(follow=follow))
+    judge = LinkJudge(scope)
+    judged = 0
+    for case in _LINK_CASES * 2:  # twice: the second time from what the judge remembers
+        canonical = canonical_link(case["input"], case["base"])
+        verdict = judge.judge(case["input"], case["base"])
+        assert verdict == (None if canonical is None else (canonical, scope.allows(canonical))), case["input"]
+        judged += verdict is not None and verdict[1]
+    assert judged >= 50

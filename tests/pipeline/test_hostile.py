@@ -228,6 +228,26 @@ def test_a_page_nested_too_deep_to_parse_fails_with_its_reason_and_its_batch_goe
     assert pipeline.dead_letters() == []
 
 
+def test_a_page_whose_extraction_would_pass_its_time_budget_fails_alone_with_its_reason(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    """A legal pattern costs RE2 up to 2.5 ns per instruction per character: on 1.5 MB, more than the page's second."""
+    data = books_spec(CRAWL, site.base_url, pages=3, urls=["/_test/long-text?chars=1500000"])
+    del data["extract"]["pages"]  # the long page is a product card too
+    data["extract"]["fields"]["blurb"] = {"selector": "p.blurb::text", "process": [{"regex": "(.*){30}x"}]}
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    assert (summary["status"], summary["pages"]["fetched"], summary["pages"]["failed"]) == ("finished", 4, 1)
+    assert summary["records"]["total"] == 4 * 20  # its neighbours (and page 4, page 3's next) are whole
+    [long] = [e for e in pipeline.services.frontier.scan(run_id) if "/_test/long-text" in e.url]
+    assert long.result is not None
+    assert long.result.reason is not None
+    assert long.result.reason.startswith("extraction step over its bound of 1 s: regex '(.*){30}x' on 1,")
+    assert pipeline.dead_letters() == []
+
+
 def test_records_whose_key_fell_back_are_counted_in_the_summary(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:

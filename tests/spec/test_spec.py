@@ -173,6 +173,14 @@ def test_selector_dialect(source: str, css: str | None, pick: str, attr: str | N
             minimal(extract={"fields": {"t": {"selector": "h1", "process": [{"regex": "a(?=b)"}]}}}),
             "extract.fields.t.process.0.regex: 'a(?=b)' uses what linear-time matching cannot run",
         ),
+        (
+            minimal(extract={"fields": {"t": {"selector": "body", "process": [{"regex": "((.*){30}){30}x"}]}}}),
+            "extract.fields.t.process.0.regex: '((.*){30}){30}x' compiles to 9,065 RE2 instructions, over the 1,000",
+        ),
+        (
+            minimal(follow={"allow": [r"\pL{1000}"]}),
+            "follow.allow.0: '\\\\pL{1000}' is too large for linear-time matching (RE2: pattern too large",
+        ),
         (minimal(politeness={"concurrency": 0}), "politeness.concurrency: Input should be greater than or equal to 1"),
         (minimal(politeness={"user_agent": "a\r\nX-Evil: 1"}), "politeness.user_agent: a user agent is one line"),
         (minimal(politeness={"retry": {"status_codes": [200]}}), "politeness.retry.status_codes: 200 is not an HTTP"),

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sluice.extraction.limits import charge
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.urls import resolve_link
 from sluice.spec import ProcessStep, RegexStep, ReplaceStep
@@ -146,12 +147,20 @@ _NAMED: dict[str, StepFn] = {
 }
 
 
+_CHARGED_S = 0.001
+"""A regex search that can cost more than this is charged to the page's time budget before it runs."""
+
+
 def _regex_step(pattern: str) -> StepFn:
     compiled = compile_pattern(pattern)
     group = 1 if compiled.groups else 0
 
     def step(value: Any, base_url: str) -> Any:
-        match = compiled.search(_text(value))
+        text = _text(value)
+        worst = compiled.worst_cost_s(len(text))
+        if worst > _CHARGED_S:
+            charge(worst, f"regex {pattern[:60]!r} on {len(text):,} characters could take {worst:.2g} s")
+        match = compiled.search(text)
         return match.group(group) if match is not None else None
 
     return step
@@ -174,20 +183,47 @@ def compile_step(step: ProcessStep) -> StepFn:
     return _NAMED[step]
 
 
-class FieldProcessor:
-    """A field's steps compiled once; calling it runs them in order and stops at the first None."""
+def _keep(value: Any, base_url: str) -> Any:
+    return value
 
-    __slots__ = ("_steps",)
 
-    def __init__(self, steps: Sequence[ProcessStep]) -> None:
-        self._steps: tuple[StepFn, ...] = tuple(compile_step(s) for s in steps)
+def _chain(steps: tuple[StepFn, ...]) -> StepFn:
+    """One function running ``steps`` in order, stopping at the first None (no loop for one or two steps)."""
+    if not steps:
+        return _keep
+    if len(steps) == 1:
+        return steps[0]
+    if len(steps) == 2:
+        first, second = steps
 
-    def __call__(self, value: Any, base_url: str = "") -> Any:
-        for step in self._steps:
+        def two(value: Any, base_url: str) -> Any:
+            value = first(value, base_url)
+            return None if value is None else second(value, base_url)
+
+        return two
+
+    def every(value: Any, base_url: str) -> Any:
+        for step in steps:
             value = step(value, base_url)
             if value is None:
                 return None
         return value
+
+    return every
+
+
+class FieldProcessor:
+    """A field's steps compiled once; calling it runs them in order and stops at the first None."""
+
+    __slots__ = ("_steps", "run")
+
+    def __init__(self, steps: Sequence[ProcessStep]) -> None:
+        self._steps: tuple[StepFn, ...] = tuple(compile_step(s) for s in steps)
+        self.run: StepFn = _chain(self._steps)
+        """The steps as one ``(value, base_url) -> value`` function (what extraction calls per item)."""
+
+    def __call__(self, value: Any, base_url: str = "") -> Any:
+        return self.run(value, base_url)
 
 
 def process_value(value: str, steps: Sequence[ProcessStep], base_url: str = "") -> Any:

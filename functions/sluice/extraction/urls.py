@@ -3,7 +3,16 @@
 Pages are written for browsers, and browsers resolve links by the WHATWG URL Standard, so links
 are parsed and resolved by ada (a conformant parser; the standard's own test data is in the
 suite). The canonical form adds what a crawler needs on top of the standard's serialization:
-no fragment, no credentials, sorted query pairs and RFC 3986 percent-encoding normalization.
+no fragment, no credentials, RFC 3986 percent-encoding normalization, then query pairs sorted,
+a pair without ``=`` given one and ``%20`` in a query written ``+``.
+
+Two links are one page when w3lib's ``canonicalize_url`` (Scrapy's dedupe) says so, with these
+differences, all toward the browser the page was written for (docs/spec.md lists them):
+default ports are dropped (``http://a:80/`` is ``http://a/``; w3lib keeps ``:80``), paths are
+resolved and encoded by the WHATWG standard (as browsers send them), and query pairs sort by
+their encoded text (``a-b=2`` before ``a=1``; w3lib sorts decoded keys) - a different order,
+the same pages. A page's links are resolved, canonicalized and judged in scope in one pass with
+ada, and the verdict of a URL seen before is reused (:class:`LinkJudge`).
 """
 
 from __future__ import annotations
@@ -52,6 +61,42 @@ def canonical_link(href: str | None, base_url: str) -> str | None:
         return None
     url = _join(base_url, href)
     return _canonical(url) if url is not None and url.startswith(_HTTP) else None
+
+
+class LinkJudge:
+    """A page's links resolved, canonicalized and judged in scope, with the verdict of each URL kept.
+
+    The same link recurs on page after page (navigation, footers): its canonical form and whether
+    it is in scope are worked out once per extractor, up to :data:`KNOWN_LINKS` URLs at a time.
+    """
+
+    __slots__ = ("_known", "_scope")
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+        self._known: dict[str, tuple[str, bool]] = {}
+
+    def judge(self, href: str | None, base_url: str) -> tuple[str, bool] | None:
+        """``(canonical URL, in scope)`` of ``href`` on a page whose base is ``base_url``; None for no http(s) link."""
+        if href is None:
+            return None
+        url = _join(base_url, href)
+        if url is None:
+            return None
+        verdict = self._known.get(url)
+        if verdict is None:
+            if not url.startswith(_HTTP):
+                return None
+            canonical = _canonical(url)
+            verdict = (canonical, self._scope.allows_link(canonical))
+            if len(self._known) >= KNOWN_LINKS:
+                self._known.clear()
+            self._known[url] = verdict
+        return verdict
+
+
+KNOWN_LINKS = 16_384
+"""Resolved URLs whose verdict a :class:`LinkJudge` keeps (about 3 MB at most)."""
 
 
 def canonicalize_url(url: str) -> str:
@@ -114,12 +159,15 @@ def _canonical(href: str) -> str:
     if at >= 0:
         href = href[:start] + href[at + 1 :]
         path_at -= at + 1 - start
-    query_at = href.find("?", path_at)
-    if query_at >= 0:
-        pairs = sorted(pair for pair in href[query_at + 1 :].split("&") if pair)
-        href = href[:query_at] + ("?" + "&".join(pairs) if pairs else "")
     if href.find("%", path_at) >= 0:
         href = href[:path_at] + _PERCENT.sub(_normal_escape, href[path_at:])
+    query_at = href.find("?", path_at)
+    if query_at >= 0:
+        query = href[query_at + 1 :]
+        if "%20" in query:  # a space in a query is "+" or "%20", as forms send it
+            query = query.replace("%20", "+")
+        pairs = sorted(pair if "=" in pair else pair + "=" for pair in query.split("&") if pair)
+        href = href[:query_at] + ("?" + "&".join(pairs) if pairs else "")
     return href
 
 
@@ -158,6 +206,29 @@ class Scope:
     def allows(self, url: str) -> bool:
         """True if a run may visit ``url``."""
         return self.reason(url) is None
+
+    def allows_link(self, canonical: str) -> bool:
+        """:meth:`allows` for a URL in the canonical form (what :func:`canonical_link` returns), without
+        parsing it again: ada's serialization has the host lower-cased and IDNA-encoded, no
+        credentials and no default port, so the host and port are read off the string."""
+        start = 8 if canonical.startswith("https://") else 7
+        end = canonical.find("/", start)
+        authority = canonical[start:end] if end >= 0 else canonical[start:]
+        if authority.startswith("["):  # an IPv6 literal: the general path
+            return self.allows(canonical)
+        host, colon, port = authority.rpartition(":")
+        if not colon:
+            host, number = authority, 443 if start == 8 else 80
+        elif port.isdigit():
+            number = int(port)
+        else:
+            return self.allows(canonical)
+        if not self._host_allowed(host.rstrip("."), number):
+            return False
+        for pattern in self.deny:
+            if pattern.search(canonical):
+                return False
+        return not self.allow or any(p.search(canonical) for p in self.allow)
 
     def reason(self, url: str) -> str | None:
         """Why ``url`` is out of scope, or None if it is in scope."""

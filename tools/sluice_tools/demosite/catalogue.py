@@ -46,8 +46,9 @@ class Catalogue:
         self.style = render.Style(
             seed=seed,
             price_class="price-colour" if broken_selector else "price_color",
-            blurb_chars=18_730 if heavy else 1_380,
+            blurb_chars=14_600 if heavy else 1_380,
             per_page=per_page,
+            chrome_rows=12 if heavy else 0,
         )
         self._by_category: list[list[Book]] = [[] for _ in CATEGORIES]
         for book in self.books:

@@ -19,10 +19,36 @@ class Style:
     price_class: str
     blurb_chars: int
     per_page: int
+    chrome_rows: int = 0
+    """Rows of icons, badges and data-* attributes on each listing card (a heavy page's realistic markup)."""
 
 
 def _short(title: str) -> str:
     return title if len(title) <= 30 else title[:28].rstrip() + "…"
+
+
+_ICON = (
+    '<svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true" focusable="false">'
+    '<g fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round">'
+    '<path d="M3 3h2l.4 2M7 13h10l4-8H5.4M7 13L5.4 5M7 13l-2.3 2.3c-.6.6-.2 1.7.7 1.7H17"/>'
+    '<circle cx="9" cy="20" r="1"/><circle cx="17" cy="20" r="1"/></g></svg>'
+)
+
+
+def _chrome(book: Book, n: int) -> str:
+    """What a real shop's card carries besides its data: tracking attributes, icons, badges, menus."""
+    rows = "".join(
+        f'<li class="spec-row" data-row="{i}" data-track="card:{book.id}:spec:{i}">'
+        f'<span class="spec-label"><span class="sr-only">Spec</span> {i}</span>'
+        f'<span class="spec-value" data-value="{book.upc}-{i}"><em>v{i}</em></span></li>\n'
+        for i in range(n)
+    )
+    return (
+        f'<div class="card-chrome" data-analytics=\'{{"id":{book.id},"list":"catalogue","pos":{book.id % 20}}}\''
+        f' data-upc="{book.upc}">\n<nav class="card-actions" aria-label="actions">'
+        + "".join(f'<button type="button" class="icon-btn" data-action="a{i}">{_ICON}</button>' for i in range(4))
+        + f'</nav>\n<ul class="specs">\n{rows}</ul>\n</div>\n'
+    )
 
 
 def _card(book: Book, href_prefix: str, style: Style) -> str:
@@ -30,6 +56,7 @@ def _card(book: Book, href_prefix: str, style: Style) -> str:
     href = f"{href_prefix}{book.slug}/index.html"
     blurb = lorem(style.seed, book.id, style.blurb_chars)
     paragraphs = "".join(f"<p>{escape(blurb[i : i + 2000])}</p>\n" for i in range(0, len(blurb), 2000))
+    chrome = _chrome(book, style.chrome_rows) if style.chrome_rows else ""
     return (
         '<li class="col-xs-6 col-sm-4 col-md-3 col-lg-3">\n<article class="product_pod">\n'
         f'<div class="image_container">\n<a href="{href}"><img src="/media/cache/{book.upc}.jpg"'
@@ -38,7 +65,7 @@ def _card(book: Book, href_prefix: str, style: Style) -> str:
         f'<div class="product_price">\n<p class="{style.price_class}">{book.price}</p>\n'
         '<p class="instock availability">In stock</p>\n'
         '<form><button type="submit" class="btn btn-primary btn-block">Add to basket</button>'
-        f'</form>\n</div>\n<div class="description">\n{paragraphs}</div>\n</article>\n</li>\n'
+        f'</form>\n</div>\n{chrome}<div class="description">\n{paragraphs}</div>\n</article>\n</li>\n'
     )
 
 

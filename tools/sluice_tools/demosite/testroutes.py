@@ -114,6 +114,7 @@ class FixedEndpoints:
         carry-item/{i}                      an item page: <h2 class="item">item i</h2>
         carry-bump/{key}                    the next version of key's prices (every price of carry-list/key + 100)
         deep?depth=N&closed=1|0             N nested <div>s (closed or not) around a link to /_test/status/200
+        long-text?chars=N                   one product card whose <p class="blurb"> holds N characters
         sitemap-nest/{n}?host=H             a sitemap index of sitemap-nest/{n-1} (on host H, if given); at 0, a
                                             urlset of the first listing
         sitemap-bad?kind=broken|doctype|html   a sitemap that is no sitemap: cut off, with a DTD, or an HTML page
@@ -144,6 +145,7 @@ class FixedEndpoints:
             "carry-item": self._carry_item,
             "carry-bump": self._carry_bump,
             "deep": self._deep,
+            "long-text": self._long_text,
             "sitemap-nest": self._sitemap_nest,
             "sitemap-bad": self._sitemap_bad,
         }
@@ -282,6 +284,16 @@ class FixedEndpoints:
             f'<!DOCTYPE html>\n<html><body>{"<div>" * depth}<a href="/_test/status/200">in</a>{closing}</body></html>'
         )
         return Response(200, [("Content-Type", HTML)], body.encode())
+
+    def _long_text(self, request: Request, arg: str) -> Result:
+        chars = max(0, min(_int(request, "chars", 1_000_000), 4_000_000))
+        card = (
+            '<article class="product_pod"><h3><a href="long.html" title="Long">Long</a></h3>'
+            '<p class="price_color">£1.00</p><p class="star-rating One"></p>'
+            f'<p class="blurb">{"ab " * (chars // 3)}</p>'
+            "</article>"
+        )
+        return _ok(card)
 
     def _etag(self, request: Request, arg: str) -> Result:
         page = self._etags.get(arg)
