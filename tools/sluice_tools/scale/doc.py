@@ -1,0 +1,176 @@
+"""docs/scale.md, written by `make scale` from the nights it played (edit this file and rerun, never the doc)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sluice_tools.scale.inputs import ROOT, S3_BYTES_PER_S, Measured, Site, Stack
+from sluice_tools.scale.quotas import Quotas
+from sluice_tools.scale.report import advice_table, hours, quota_table, settings_table, table
+from sluice_tools.scale.scenarios import ZIPF_EXPONENT
+
+CHECK_FILE = ROOT / "bench" / "results" / "scale-check.json"
+
+
+def _pick(rows: list[dict[str, Any]], urls: int, hosts: int, distribution: str, fan_out: str) -> dict[str, Any] | None:
+    for r in rows:
+        if (r["urls"], r["hosts"], r["distribution"], r["fan_out"]) == (urls, hosts, distribution, fan_out):
+            return r
+    return None
+
+
+def _verdicts(rows: list[dict[str, Any]], stack: Stack) -> str:
+    """The issue's targets, each with the row that meets or misses it."""
+    lines = []
+    for distribution in ("even", "zipf"):
+        r = _pick(rows, 10_000_000, 1000, distribution, "round-robin")
+        if r is None:
+            continue
+        ok = not r["limits_crossed"] and r["wall_over_bound"] <= 1.15
+        lines.append(
+            f"- 10M URLs over 1,000 hosts, {distribution}: night {hours(r['wall_s'])}, lower bound "
+            f"{hours(r['bound_s'])} (set by {r['bound_by']}), {r['wall_over_bound']:.2f} x the bound, limits crossed: "
+            f"{'; '.join(r['limits_crossed']) or 'none'}. "
+            f"Target (no limit, at most 1.15 x): **{'met' if ok else 'missed'}**."
+            + (f" Stack setting to raise: {'; '.join(r['settings_to_raise'])}." if r["settings_to_raise"] else "")
+        )
+    r = _pick(rows, 10_000_000, 1000, "even", "round-robin")
+    if r is not None:
+        fits = r["wall_s"] <= 8 * 3600
+        lines.append(
+            f"- The even night at the stack's defaults ({stack.fetcher_max_concurrency} fetchers): "
+            f"{hours(r['wall_s'])}; "
+            f"fits in 8 hours: **{'yes' if fits else 'no'}**."
+        )
+    big = [r for r in rows if r["urls"] == 100_000_000 and r["fan_out"] == "round-robin"]
+    if big:
+        named = sorted({limit.split(":")[0] for r in big for limit in r["limits_crossed"]})
+        raise_ = sorted({s.split(" <")[0] for r in big for s in r["settings_to_raise"]})
+        lines.append(
+            f"- 100M URLs: limits crossed on some host count: {', '.join(named) or 'none'}; stack settings to raise: "
+            f"{', '.join(raise_) or 'none'} (the advice below says to what)."
+        )
+    return "\n".join(lines)
+
+
+def _check(check: dict[str, Any] | None) -> str:
+    if check is None:
+        return "Not run yet: `make scale ARGS=--check` runs it and writes `bench/results/scale-check.json`.\n"
+    s, p, m = check["setup"], check["predicted"], check["measured"]
+    return (
+        f"`{check['command']}` ({check['when']}): a real `sluice run` (the local runner) of {s['pages']:,} pages over "
+        f"{s['hosts']} demo sites on loopback (each its own address and queue group), cap {s['cap']} a host, "
+        f"{s['latency_ms']:g} ms a page, {s['workers']} workers, spec concurrency {s['spec_concurrency']}.\n\n"
+        "| | wall | detail |\n|---|---:|---|\n"
+        f"| predicted by the model | {p['wall_s']:.1f} s | fetch {p['fetch_s']:.1f} s + "
+        f"finalize {p['finalize_s']:.1f} s; "
+        f"lower bound {p['bound_s']:.1f} s; {p['invocations']} batches; CPU {p['cpu_ms_per_page']} ms a page "
+        "(`make bench`) |\n"
+        f"| measured | {m['wall_s']:.1f} s | {m['fetched']:,} pages fetched, {m['hosts_a_batch']} hosts a batch, "
+        f"at most {m['worst_host_concurrency']} requests on one host; "
+        f"the runner's CPU {m['runner_cpu_ms_per_page']} ms a "
+        f"page; load average {m['load_average_before']} before the run |\n\n"
+        f"**Error: {check['error']:+.1%}** ((predicted - measured) / measured).\n"
+    )
+
+
+def render(
+    rows: list[dict[str, Any]],
+    tips: list[dict[str, Any]],
+    stack: Stack,
+    site: Site,
+    figures: Measured,
+    quotas: Quotas,
+    check: dict[str, Any] | None,
+    argv: str,
+) -> str:
+    if check is None and CHECK_FILE.exists():
+        check = json.loads(Path(CHECK_FILE).read_text(encoding="utf-8"))
+    new = [r for r in rows if r["fan_out"] == "round-robin"]
+    pairs = [r for r in rows if r["urls"] == 10_000_000 and r["hosts"] > 1]
+    per_page = figures.finalize_s + figures.finalize_bytes / S3_BYTES_PER_S
+    command = "make scale" + (f" ARGS='{argv}'" if argv else "")
+    return f"""# How far a night scales
+
+Written by `{command}` ({datetime.now(UTC):%Y-%m-%d}) from the nights it played; every number below comes
+from its run (`tools/sluice_tools/scale/`), never by hand. `make scale ARGS=--json` prints one JSON object
+a scenario instead; `make scale ARGS=--check` adds a real local run against its prediction.
+
+The model is a discrete-event simulation of the deployed stack (a heap of timed events, one a fetcher
+batch; each night plays in seconds): the scheduler's fan-out (its SendMessageBatch requests, 8 in
+flight, and its continuation in a fresh invocation near its 15 minutes), the SQS FIFO frontier (a
+message group per host, one batch in flight a group, groups found only among the first 120,000
+messages, at most 120,000 in flight), the fetchers (at most `fetcher_max_concurrency`, batches of up to
+10 messages, packing up to `pack_receives` more receives while the batch's hosts x their cap fall short
+of the spec's concurrency), each host at its cap and latency (or its min delay), each invocation's CPU
+at its memory's share of a vCPU and its timeout, the finalizer (one invocation, or shards of at most
+`finalize_shard_pages` pages, `finalizer_shard_max_concurrency` at a time, then the combine step), and
+the DynamoDB partitions, S3 prefixes and SQS rates all of that loads. It names every AWS limit a night
+crosses, and the stack settings it outgrows.
+
+## The targets
+
+{_verdicts(rows, stack)}
+
+## Every night, at the stack's settings
+
+Sites answer in {site.latency_s * 1000:g} ms, at the spec's defaults (concurrency {site.concurrency},
+{site.concurrency_per_domain} a host, no min delay); a nightly run, every URL a seed from the catalog.
+*Zipf*: host sizes fall off as 1 / rank^{ZIPF_EXPONENT:g}, the biggest host first in the seed file
+(seed files are grouped by host, and the biggest first is the old fan-out's worst case). The
+**lower bound** is the larger of the biggest host's URLs ÷ its polite rate (cap ÷ latency) and all
+URLs ÷ the fleet's rate at the stack's maximum (`fetcher_max_concurrency` x the spec's concurrency
+÷ latency); *pace set by* says which. Fan-out *round-robin* and finalizer *sharded* are issue 17's
+(items 1 and 2); the night's dollars are the
+project's price table (`sluice.domain.cost`) over what the night used.
+
+{table(new)}
+## Before and after: the old fan-out and finalizer
+
+The same 10M-URL nights with the seed-order fan-out (every host's messages as the seed file lists
+them) and the one finalizer invocation, beside the round-robin fan-out (one message a host a round,
+at most `host_backlog_messages` = {stack.host_backlog_messages} a host in the queue, the next wave sent by
+the fetcher that ends the last) and the sharded finalizer.
+
+{table(pairs)}
+With the old fan-out, a host whose backlog passes the first 120,000 messages hides every host behind
+it: the fetchers crawl the few hosts they can see, each invocation short of the hosts its concurrency
+wants. The one finalizer needs about {per_page * 1000:.2f} ms and {figures.finalize_mb * 1000:.2f} KB a
+page: past Lambda's 15 minutes at about {900 / per_page / 1e6:.1f}M pages, and past its 10,240 MB at
+about {10240 / figures.finalize_mb / 1e6:.1f}M.
+
+## What to set, for each size
+
+The settings that fit an even night over 1,000 hosts in 8 hours, and that night played with them. A
+Zipf night is set by its biggest host, not the fleet: more fetchers do not shorten it, a higher
+`concurrency_per_domain` (if the site allows) or a longer `run_deadline_hours` does.
+
+{advice_table(tips)}
+`fetcher_max_concurrency` buys pages a second linearly until the stack's own partitions give out:
+each page is one conditional write on one of 16 URL partitions (DynamoDB takes 1,000 write units a
+second a partition), and each batch reads the 16 progress items of one partition key (3,000 read
+units a second): `make scale ARGS='--fetchers N --no-docs'` shows where.
+
+## Where each number comes from
+
+{settings_table(stack, site, figures, quotas)}
+AWS's limits, from `tools/sluice_tools/scale/quotas.yaml` (one entry a limit, with its source):
+
+{quota_table(quotas)}
+## Check: predicted against measured
+
+{_check(check)}
+## What the model leaves out
+
+- Links found on a first run: it plays a nightly (every URL a seed); a first run claims its links (a
+  second write a page, `make cost`'s link-heavy rows) and grows its queue as it goes.
+- Failures, retries, 429s and the adaptive throttle, Retry-After pauses, robots.txt: a night without them.
+- The scheduler's catalog scan before its first send, and cold starts other than those stated.
+- Per-second bursts: DynamoDB and S3 figures are the busiest whole second, writes counted when a batch
+  writes them (at its end); adaptive capacity and S3's repartitioning are not played.
+- A Lambda fetcher's CPU is `make bench`'s CPU a page on this machine, divided by the function's share
+  of a vCPU (1,769 MB is one): not measured on Lambda.
+"""
