@@ -73,7 +73,21 @@ def _check(check: dict[str, Any] | None) -> str:
         f"at most {m['worst_host_concurrency']} requests on one host; "
         f"the runner's CPU {m['runner_cpu_ms_per_page']} ms a "
         f"page; load average {m['load_average_before']} before the run |\n\n"
-        f"**Error: {check['error']:+.1%}** ((predicted - measured) / measured).\n"
+        f"**Error: {check['error']:+.1%}** ((predicted - measured) / measured), predicted before the run with the "
+        f"{p['cpu_share']:.0%} of a core a busy loop got then ({p['quiet_machine_wall_s']:.1f} s on a quiet machine).\n"
+        + _after(check, m)
+    )
+
+
+def _after(check: dict[str, Any], m: dict[str, Any]) -> str:
+    after = check.get("at_the_share_the_runner_got")
+    if after is None:
+        return ""
+    return (
+        f"\nThe runner used {after['cpu_share']:.0%} of a core over the run ({m['runner_cpu_ms_per_page']} ms a page). "
+        f"Played again at that share, the model says {after['wall_s']:.1f} s ({after['error']:+.1%}): when the "
+        "machine is this loaded, the one event loop every local worker shares sets the pace, not the sites. On "
+        "AWS each fetcher has its own CPU, which the grid above plays.\n"
     )
 
 

@@ -561,10 +561,21 @@ def play(night: Night, quotas: Quotas, measured: Measured, prices: PriceList = U
     settings: list[str] = []
     if wall > stack.run_deadline_s:
         hours = math.ceil(wall / 3600)
-        settings.append(
-            f"run_deadline_hours {stack.run_deadline_s / 3600:g} < the {wall / 3600:.1f} h this night needs: "
-            f"raise it to {hours}, or the spec's concurrency_per_domain if its sites allow"
-        )
+        if bound_by.startswith("fleet"):
+            # The fleet sets the pace: more fetchers shorten the night (each at the spec's concurrency).
+            per_fetcher = night.site.concurrency / night.site.latency_s
+            fetchers = math.ceil(night.urls * wall / bound / (stack.run_deadline_s * per_fetcher) / 10) * 10
+            settings.append(
+                f"run_deadline_hours {stack.run_deadline_s / 3600:g} < the {wall / 3600:.1f} h this night needs: "
+                f"raise fetcher_max_concurrency to {fetchers} (the fleet sets the pace), "
+                f"or run_deadline_hours to {hours}"
+            )
+        else:
+            settings.append(
+                f"run_deadline_hours {stack.run_deadline_s / 3600:g} < the {wall / 3600:.1f} h this night needs: "
+                f"raise it to {hours} (its biggest host sets the pace: more fetchers do not help), or the spec's "
+                "concurrency_per_domain if that site allows"
+            )
 
     usage = RunUsage(
         write_units=night.urls * m.write_units,
