@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from sluice_tools.scale.inputs import Measured, Site, Stack, stack_settings
-from sluice_tools.scale.model import Night, lower_bound, play
+from sluice_tools.scale.model import Night, batch_rounds, lower_bound, play
 from sluice_tools.scale.quotas import load_quotas
 
 QUOTAS = load_quotas()
@@ -77,17 +77,33 @@ def test_many_hosts_are_paced_by_the_fleet() -> None:
     assert outcome.functions["fetcher"].peak_concurrency == 5
 
 
-def test_packing_fills_an_invocation_with_hosts() -> None:
+def test_packing_fills_an_invocation_with_hosts_whose_urls_wait_in_message_order() -> None:
     # 4 hosts of 100 URLs, cap 2, concurrency 8 (wants 8 / 2 = 4 hosts), one fetcher: its batch takes one
-    # host's 10 messages and packs the other three: one invocation of 400 URLs, each host ceil(100 / 2) = 50
-    # rounds of 0.1 s, and the invocation ceil(400 / 8) = 50 rounds: 5 s.
+    # host's 10 messages and packs the other three: one invocation of 400 URLs.
+    # In message order (pipeline/visit.py today) the first host's URLs take all 8 slots and only 2 run: it is
+    # done at round 50, and each next host enters the slots only once the one before has fewer than 8 URLs
+    # left, 47 rounds later: 50 + 3 x 47 = 191 rounds of 0.1 s = 19.1 s.
     site = Site(latency_s=0.1, concurrency=8, concurrency_per_domain=2)
     outcome = play(Night((100,) * 4, site, stack(fetcher_max_concurrency=1)), QUOTAS, figures())
     assert outcome.functions["fetcher"].invocations == 1
-    assert outcome.phases["fetch_s"] == pytest.approx(5.0)
+    assert outcome.phases["fetch_s"] == pytest.approx(19.1)
+    # Interleaved (one URL of each host in turn), each host holds 2 slots: ceil(100 / 2) = 50 rounds, 5 s.
+    interleaved = Night((100,) * 4, site, stack(fetcher_max_concurrency=1), batch_order="interleaved")
+    assert play(interleaved, QUOTAS, figures()).phases["fetch_s"] == pytest.approx(5.0)
+    # Without packing: one host a batch, 4 batches of 50 rounds: 20 s.
     unpacked = play(Night((100,) * 4, site, stack(fetcher_max_concurrency=1, pack_receives=0)), QUOTAS, figures())
-    assert unpacked.functions["fetcher"].invocations == 4  # one host a batch: 4 x 5 s
+    assert unpacked.functions["fetcher"].invocations == 4
     assert unpacked.phases["fetch_s"] == pytest.approx(20.0)
+
+
+def test_batch_rounds_by_hand() -> None:
+    # One host: ceil(n / cap). Two hosts of 10 in message order, 4 slots, cap 2: slots go to URLs 1-4, then
+    # 2 more a round: the first host's 10th URL takes a slot after round 3, the second's first two after
+    # round 4, so the second runs rounds 5 to 9: 9 rounds (interleaved, both run from round 1: 5).
+    assert batch_rounds((100,), 32, 8, "by-message") == 13
+    assert batch_rounds((10, 10), 4, 2, "by-message") == 9
+    assert batch_rounds((10, 10), 4, 2, "interleaved") == 5
+    assert batch_rounds((10, 10), 2, 2, "interleaved") == 10  # the slots, not the caps, bind: 20 / 2
 
 
 BIG_FIRST = (100_000,) + (100,) * 50

@@ -29,6 +29,7 @@ import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from sluice.domain.cost import US_EAST_1, PriceList, RunUsage
@@ -38,6 +39,7 @@ from sluice_tools.scale.quotas import Quotas
 
 FanOut = Literal["seed-order", "round-robin"]
 Finalizer = Literal["single", "sharded"]
+BatchOrder = Literal["by-message", "interleaved"]
 URL_PARTITIONS = 16
 """The run's URL entries spread over 16 partition keys (``url#ID#H``), as the frontier shards them."""
 PROGRESS_ITEMS = 16
@@ -65,6 +67,10 @@ class Night:
     """A batch's own time besides its pages (default: its sequential AWS calls)."""
     head_window: float | None = None
     """The queue's head window (default: SQS FIFO's quota; the local queue has none)."""
+    batch_order: BatchOrder = "by-message"
+    """The order a batch's URLs take the spec's ``concurrency`` slots in: ``by-message``, as
+    ``pipeline/visit.py`` does today (a URL holds its slot while it waits on its host's cap), or
+    ``interleaved`` (one URL of each host in turn: the fix docs/scale.md proposes)."""
 
     @property
     def urls(self) -> int:
@@ -118,6 +124,45 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
+@lru_cache(maxsize=65_536)
+def batch_rounds(pages: tuple[int, ...], concurrency: int, cap: int, order: BatchOrder) -> int:
+    """Round trips a batch takes: its URLs take ``concurrency`` slots in ``order``, first come first served,
+    and a URL holding a slot waits while its host already has ``cap`` requests out.
+
+    Exact when every request takes the same time: each round every host answers min(cap, its URLs
+    holding slots), and the slots they free go to the next URLs in order. With the batch's URLs in
+    message order, a host's URLs can fill every slot while only ``cap`` of them run, and the hosts
+    behind them wait (head-of-line blocking): packing then buys less than hosts x cap."""
+    if order == "by-message":
+        sequence = [h for h, n in enumerate(pages) for _ in range(n)]
+    else:
+        sequence = []
+        left = list(pages)
+        while any(left):
+            for h, n in enumerate(left):
+                if n:
+                    sequence.append(h)
+                    left[h] -= 1
+    held = [0] * len(pages)
+    admitted = min(concurrency, len(sequence))
+    for h in sequence[:admitted]:
+        held[h] += 1
+    done = rounds = 0
+    while done < len(sequence):
+        rounds += 1
+        freed = 0
+        for h, k in enumerate(held):
+            if k:
+                n = min(cap, k)
+                held[h] -= n
+                freed += n
+        done += freed
+        for h in sequence[admitted : admitted + freed]:
+            held[h] += 1
+        admitted = min(len(sequence), admitted + freed)
+    return rounds
+
+
 def lower_bound(night: Night) -> tuple[float, str]:
     """The shortest night politeness and the fleet allow, and which sets it (``host N`` or ``fleet``).
 
@@ -129,7 +174,7 @@ def lower_bound(night: Night) -> tuple[float, str]:
     fleet_rate = night.stack.fetcher_max_concurrency * night.site.concurrency / night.site.latency_s
     fleet_s = night.urls / fleet_rate
     return (
-        (host_s, f"host {biggest + 1} ({night.hosts[biggest]:,} URLs at {rate:g} pages/s)")
+        (host_s, f"host {biggest + 1} ({night.hosts[biggest]:,} URLs at {rate:.1f} pages/s)")
         if host_s >= fleet_s
         else (
             fleet_s,
@@ -368,14 +413,11 @@ class _Play:
                     refills.add(host)
         latency = site.latency_s
         cap = site.concurrency_per_domain
-        slowest = 0.0
-        for n in pages.values():
-            t = math.ceil(n / cap) * latency
-            if site.min_delay_s > 0:
-                t = max(t, (n - 1) * site.min_delay_s + latency)
-            slowest = max(slowest, t)
         total = sum(pages.values())
-        wait = max(slowest, math.ceil(total / site.concurrency) * latency)
+        rounds = batch_rounds(tuple(pages.values()), site.concurrency, cap, self.night.batch_order)
+        wait = rounds * latency
+        if site.min_delay_s > 0:
+            wait = max(wait, max((n - 1) * site.min_delay_s + latency for n in pages.values()))
         if self.night.shared_cpu:
             # One event loop for every worker: the pages' CPU queues on one core, beside their waits.
             start = max(self.cpu_free_at, self.now)
@@ -490,7 +532,8 @@ def play(night: Night, quotas: Quotas, measured: Measured, prices: PriceList = U
             f"fetcher_max_concurrency {stack.fetcher_max_concurrency} is above the event source's most "
             f"({q['lambda_sqs_maximum_concurrency']:,.0f}): set at most that"
         )
-    peak_lambda = run.fetcher.peak_concurrency + run.finalizer.peak_concurrency + 1
+    # The scheduler's fan-out overlaps the fetchers; the finalizer runs once they are done.
+    peak_lambda = max(run.fetcher.peak_concurrency + run.scheduler.peak_concurrency, run.finalizer.peak_concurrency)
     crossed("lambda_account_concurrency", peak_lambda, "Lambda concurrency in the account", "ask AWS Support for more")
     if run.queue.quota_held:
         limits.append(
@@ -520,28 +563,15 @@ def play(night: Night, quotas: Quotas, measured: Measured, prices: PriceList = U
             )
         elif use.memory_mb > memory:
             limits.append(f"{label}: needs {use.memory_mb:,.0f} MB, past its {memory:,} MB: raise its memory_mb")
-    crossed(
-        "dynamodb_partition_wcu_per_s",
-        busiest_partition[1],
-        f"DynamoDB writes on {busiest_partition[0]}",
-        "spread the key wider",
-    )
-    crossed(
-        "dynamodb_partition_rcu_per_s", busiest_partition[2], f"DynamoDB reads on {busiest_partition[0]}",
-        "lower finalizer_shard_max_concurrency or fetcher_max_concurrency",
-    )  # fmt: skip
-    crossed(
-        "s3_prefix_put_per_s",
-        busiest_prefix[1],
-        f"S3 PUTs on {busiest_prefix[0]}",
-        "spread the keys over more prefixes",
-    )
-    crossed(
-        "s3_prefix_get_per_s",
-        busiest_prefix[2],
-        f"S3 GETs on {busiest_prefix[0]}",
-        "spread the keys over more prefixes",
-    )
+    for key, wcu, rcu in partitions:
+        crossed("dynamodb_partition_wcu_per_s", wcu, f"DynamoDB writes on {key}", "spread the key over more partitions")
+        crossed(
+            "dynamodb_partition_rcu_per_s", rcu, f"DynamoDB reads on {key}",
+            "lower finalizer_shard_max_concurrency or fetcher_max_concurrency, or spread the key",
+        )  # fmt: skip
+    for prefix, puts, gets in prefixes:
+        crossed("s3_prefix_put_per_s", puts, f"S3 PUTs on {prefix}", "spread the keys over more prefixes")
+        crossed("s3_prefix_get_per_s", gets, f"S3 GETs on {prefix}", "spread the keys over more prefixes")
     requests_peak = float(max(run.requests_at.values(), default=0))
     crossed(
         "sqs_fifo_high_throughput_requests_per_s",

@@ -11,10 +11,13 @@ from sluice_tools.scale.quotas import Quotas
 from sluice_tools.scale.scenarios import ZIPF_EXPONENT, Scenario
 
 
-def record(scenario: Scenario, fan_out: str, finalizer: str, outcome: Outcome) -> dict[str, Any]:
+def record(
+    scenario: Scenario, fan_out: str, finalizer: str, outcome: Outcome, batch_order: str = "by-message"
+) -> dict[str, Any]:
     """One scenario's answer: the fields `make scale ARGS=--json` prints, one object a line."""
     functions = outcome.functions
     return {
+        "batch_order": batch_order,
         "urls": scenario.urls,
         "hosts": scenario.hosts,
         "distribution": scenario.distribution,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sluice_tools.scale.inputs import Measured, Site, Stack, default_site
-from sluice_tools.scale.model import FanOut, Finalizer, Night
+from sluice_tools.scale.model import BatchOrder, FanOut, Finalizer, Night
 
 SIZES = (1_000_000, 10_000_000, 100_000_000)
 HOST_COUNTS = (1, 100, 1_000, 10_000)
@@ -47,10 +47,16 @@ class Scenario:
         return zipf(self.urls, self.hosts) if self.distribution == "zipf" else even(self.urls, self.hosts)
 
     def night(
-        self, stack: Stack, site: Site, *, fan_out: FanOut = "round-robin", finalizer: Finalizer = "sharded"
+        self,
+        stack: Stack,
+        site: Site,
+        *,
+        fan_out: FanOut = "round-robin",
+        finalizer: Finalizer = "sharded",
+        batch_order: BatchOrder = "by-message",
     ) -> Night:
         """The night on ``stack``; the seed file grouped by host, biggest first (the old fan-out's worst case)."""
-        return Night(self.sizes(), site, stack, fan_out=fan_out, finalizer=finalizer)
+        return Night(self.sizes(), site, stack, fan_out=fan_out, finalizer=finalizer, batch_order=batch_order)
 
 
 def scenarios(sizes: tuple[int, ...] = SIZES, host_counts: tuple[int, ...] = HOST_COUNTS) -> list[Scenario]:
