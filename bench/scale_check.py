@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import resource
+import sys
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -78,7 +79,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--cap", type=int, default=2)
     parser.add_argument("--latency-ms", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=8)
-    args = parser.parse_args(argv or [])
+    parser.add_argument("--no-save", action="store_true", help=f"print only; do not write {RESULT}")
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     load_before = os.getloadavg()[0]
     share = cpu_share()
     predicted = predict(args.hosts, args.pages, args.cap, args.latency_ms, args.workers, share)
@@ -127,11 +129,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "error": round((after["wall_s"] - measured_s) / measured_s, 3),
         },
     }
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if not args.no_save:
+        RESULT.parent.mkdir(parents=True, exist_ok=True)
+        RESULT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(
         f"scale check: measured {measured_s} s ({run['fetched']:,} pages fetched), predicted {predicted['wall_s']} s: "
-        f"error {result['error']:+.1%} (wrote {RESULT})",
+        f"error {result['error']:+.1%}" + ("" if args.no_save else f" (wrote {RESULT})"),
         flush=True,
     )
     return result

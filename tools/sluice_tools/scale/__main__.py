@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     check: dict[str, Any] | None = None
     if args.check:
         # The check runs the real local runner and demo sites (bench/): only when asked, never in `make test`.
-        check = importlib.import_module("bench.scale_check").main()
+        check = importlib.import_module("bench.scale_check").main([])
     if not args.no_docs and args.fetchers is None and args.batch_order == "by-message":
         tips = advice(stack, site, quotas, figures, rows)
         push = pushed(stack, site, quotas, figures, say) if 100_000_000 in args.sizes else []

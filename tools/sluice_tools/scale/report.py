@@ -41,6 +41,7 @@ def record(
             "key": outcome.busiest_partition[0],
             "write_units_per_s": round(outcome.busiest_partition[1], 1),
             "read_units_per_s": round(outcome.busiest_partition[2], 1),
+            "url_partition_busiest_second_wcu": round(outcome.burst_url_wcu, 1),
         },
         "busiest_s3_prefix": {
             "prefix": outcome.busiest_prefix[0],
