@@ -28,7 +28,7 @@ from infra.config import DEFAULT
 
 from bench.many_hosts import measure
 from sluice_tools.scale.inputs import Site, measured, stack_settings
-from sluice_tools.scale.model import Night, play
+from sluice_tools.scale.model import BatchOrder, Night, play
 from sluice_tools.scale.quotas import load_quotas
 
 RESULT = Path("bench/results/scale-check.json")
@@ -44,7 +44,15 @@ def cpu_share(seconds: float = 2.0) -> float:
     return min(1.0, (time.process_time() - cpu0) / (time.perf_counter() - wall0))
 
 
-def predict(hosts: int, pages: int, cap: int, latency_ms: float, workers: int, share: float = 1.0) -> dict[str, Any]:
+def predict(
+    hosts: int,
+    pages: int,
+    cap: int,
+    latency_ms: float,
+    workers: int,
+    share: float = 1.0,
+    order: BatchOrder = "by-message",
+) -> dict[str, Any]:
     """The model's night for the local runner with these settings."""
     figures = measured()
     stack = replace(
@@ -60,6 +68,7 @@ def predict(hosts: int, pages: int, cap: int, latency_ms: float, workers: int, s
         shared_cpu=True,
         cpu_share=share,
         head_window=float("inf"),
+        batch_order=order,
     )
     outcome = play(night, load_quotas(), figures)
     return {
@@ -80,11 +89,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--latency-ms", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--no-save", action="store_true", help=f"print only; do not write {RESULT}")
+    parser.add_argument(
+        "--batch-order",
+        choices=("by-message", "interleaved"),
+        default="by-message",
+        help="the batch order the model plays (interleaved: for a visit() that takes one host's URL at a time in turn)",
+    )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     load_before = os.getloadavg()[0]
     share = cpu_share()
-    predicted = predict(args.hosts, args.pages, args.cap, args.latency_ms, args.workers, share)
-    quiet = predict(args.hosts, args.pages, args.cap, args.latency_ms, args.workers)
+    setup = (args.hosts, args.pages, args.cap, args.latency_ms, args.workers)
+    predicted = predict(*setup, share, args.batch_order)
+    quiet = predict(*setup, 1.0, args.batch_order)
     print(
         f"scale check: predicted {predicted['wall_s']} s for {args.hosts * args.pages:,} pages "
         f"({share:.0%} of a core free; {quiet['wall_s']} s on a quiet machine)",
@@ -100,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # What the runner got of a core during the run (its CPU over the wall): when the sites allowed more than it
     # could parse, this is the share it was starved to; the model at that share says whether that explains it.
     got = min(1.0, cpu_s / measured_s)
-    after = predict(args.hosts, args.pages, args.cap, args.latency_ms, args.workers, got)
+    after = predict(*setup, got, args.batch_order)
     result = {
         "command": "make scale ARGS=--check",
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -111,6 +127,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "latency_ms": args.latency_ms,
             "workers": args.workers,
             "spec_concurrency": SPEC_CONCURRENCY,
+            "batch_order": args.batch_order,
         },
         "predicted": predicted | {"cpu_share": round(share, 3), "quiet_machine_wall_s": quiet["wall_s"]},
         "measured": {

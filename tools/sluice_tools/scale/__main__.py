@@ -24,6 +24,8 @@ from sluice_tools.scale.quotas import Quotas, load_quotas
 from sluice_tools.scale.report import memory_size, record, terminal
 from sluice_tools.scale.scenarios import HOST_COUNTS, SIZES, Scenario, scenarios, site_for
 
+RESULTS = ROOT / "bench" / "results" / "scale-latest.json"
+"""Every night the last `make scale` played, as docs/scale.md shows them (``--render`` rewrites the doc from it)."""
 NIGHT_TARGET_S = 8 * 3600.0
 """A nightly crawl should fit in a night: the advice sizes the fleet for this."""
 BEFORE = (("seed-order", "single"),)
@@ -126,12 +128,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/scale.md")
     parser.add_argument("--check", action="store_true", help="also a real local run, predicted against measured")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help=f"rewrite docs/scale.md from the last run's {RESULTS.name}, playing nothing",
+    )
     args = parser.parse_args(argv)
     if any(s <= 0 for s in args.sizes) or any(h <= 0 for h in args.hosts):
         parser.error("--sizes and --hosts take positive numbers")
     if any(h > s for s in args.sizes for h in args.hosts):
         parser.error("every size needs at least one URL a host: --hosts must not exceed --sizes")
     quotas, figures, stack = load_quotas(), measured(), stack_settings()
+    if args.render:
+        saved = json.loads(RESULTS.read_text(encoding="utf-8"))
+        text = doc.render(
+            saved["rows"], saved["fixed"], saved["advice"], saved["pushed"], stack, site_for(figures), figures, quotas,
+            None, saved["argv"],
+        )  # fmt: skip
+        (ROOT / "docs" / "scale.md").write_text(text, encoding="utf-8")
+        print(f"wrote docs/scale.md from {RESULTS.relative_to(ROOT)}")
+        return 0
     if args.fetchers is not None:
         stack = replace(stack, fetcher_max_concurrency=args.fetchers)
     site = site_for(figures)
@@ -153,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         # The batch order docs/scale.md proposes, on the 10M nights: what the targets need.
         tens = [s for s in grid if s.urls == 10_000_000]
         fixed = run_grid(tens, stack, site, quotas, figures, before=False, say=say, order="interleaved")
-        text = doc.render(rows, fixed, tips, push, stack, site, figures, quotas, check, " ".join(sys.argv[1:]))
+        argv_text = " ".join(sys.argv[1:] if argv is None else argv)
+        saved = {"argv": argv_text, "rows": rows, "fixed": fixed, "advice": tips, "pushed": push}
+        RESULTS.write_text(json.dumps(saved, indent=1) + "\n", encoding="utf-8")
+        text = doc.render(rows, fixed, tips, push, stack, site, figures, quotas, check, argv_text)
         (ROOT / "docs" / "scale.md").write_text(text, encoding="utf-8")
         print("wrote docs/scale.md")
     return 0

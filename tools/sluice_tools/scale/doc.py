@@ -109,10 +109,13 @@ def _after(check: dict[str, Any], m: dict[str, Any]) -> str:
     if after is None:
         return ""
     return (
-        f"\nThe runner used {after['cpu_share']:.0%} of a core over the run ({m['runner_cpu_ms_per_page']} ms a page). "
-        f"Played again at that share, the model says {after['wall_s']:.1f} s ({after['error']:+.1%}): when the "
-        "machine is this loaded, the one event loop every local worker shares sets the pace, not the sites. On "
-        "AWS each fetcher has its own CPU, which the grid above plays.\n"
+        f"\nOn a quiet machine the model puts this night at {check['predicted']['quiet_machine_wall_s']:.1f} s, "
+        "past its "
+        f"{check['predicted']['bound_s']:.0f} s bound: the batch order above (a worker's packed hosts wait behind its "
+        f"first host's URLs). The runner used {after['cpu_share']:.0%} of a core over the run "
+        f"({m['runner_cpu_ms_per_page']} ms a page); played again at that share, the model says "
+        f"{after['wall_s']:.1f} s ({after['error']:+.1%}): on a machine this loaded, the one event loop every local "
+        "worker shares also slows it. On AWS each fetcher has its own CPU, which the grid above plays.\n"
     )
 
 
@@ -223,8 +226,11 @@ AWS's limits, from `tools/sluice_tools/scale/quotas.yaml` (one entry a limit, wi
   second write a page, `make cost`'s link-heavy rows) and grows its queue as it goes.
 - Failures, retries, 429s and the adaptive throttle, Retry-After pauses, robots.txt: a night without them.
 - The scheduler's catalog scan before its first send, and cold starts other than those stated.
-- Per-second bursts: DynamoDB and S3 figures are the busiest whole second, writes counted when a batch
-  writes them (at its end); adaptive capacity and S3's repartitioning are not played.
+- Bursts: DynamoDB, S3 and SQS figures are the busiest minute's mean a second, writes counted when a
+  batch writes them (at its end). Equal batches end in the same second in the model (real fetchers
+  drift apart), so the busiest single second (`url_partition_busiest_second_wcu` in `--json`) is a
+  lockstep burst that DynamoDB throttles and botocore retries; adaptive capacity and S3's
+  repartitioning are not played.
 - A Lambda fetcher's CPU is `make bench`'s CPU a page on this machine, divided by the function's share
   of a vCPU (1,769 MB is one): not measured on Lambda.
 """
