@@ -12,13 +12,15 @@ CDK := node_modules/.bin/cdk
 CDK_ENV := PATH="$(NODE_BIN):$(CURDIR)/$(BIN):$$PATH" JSII_NODE="$(NODE_BIN)/node" CDK_DISABLE_CLI_TELEMETRY=1
 CDK_ARGS := --no-notices $(if $(STAGE),-c stage=$(STAGE)) $(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL))
 
-.PHONY: help install browser test lint typecheck unit demo bench cost clean synth deploy diff destroy bootstrap layer-report
+.PHONY: help install browser test lint typecheck unit demo bench cost scale clean synth deploy diff destroy bootstrap layer-report
 
 help:
 	@echo "make demo   crawl the bundled demo site end to end, print a summary and write its report"
 	@echo "make test   lint, type-check and run the whole test suite"
 	@echo "make bench  measure throughput and CPU per page against Scrapy and httpx+BeautifulSoup"
 	@echo "make cost   meter every AWS call of real runs on moto and price them (writes docs/costs.md)"
+	@echo "make scale  simulate 1M-100M URL nights of the deployed stack under AWS's limits (writes docs/scale.md;"
+	@echo "            ARGS=--json: one JSON object a scenario; ARGS=--check: a real local run against its prediction)"
 	@echo "make synth  write the CloudFormation template to cdk.out/ (offline)"
 	@echo "make deploy deploy to the AWS account in your environment (after make bootstrap)"
 
@@ -64,6 +66,9 @@ bench: $(STAMP)
 
 cost: $(STAMP)
 	$(BIN)/python -m bench.cost
+
+scale: $(STAMP)
+	$(BIN)/python -m sluice_tools.scale $(ARGS)
 
 $(CDK): package.json
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error

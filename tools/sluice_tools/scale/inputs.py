@@ -1,0 +1,217 @@
+"""What the model plays with: the stack's own settings and the figures `make cost` and `make bench` measured.
+
+Nothing here is retyped: the stack's settings come from ``infra.config`` (the same
+:class:`~infra.config.StackConfig` the CDK app deploys), the spec's politeness defaults from the spec
+model, the fan-out's send sizes from the scheduler's code, and every per-page figure from the files
+`make cost` (``bench/results/cost-latest.json``) and `make bench` (``bench/results/latest.json``)
+write. A figure missing from those files is an error naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra.config import DEFAULT, StackConfig
+
+from sluice.adapters.aws.queue import SqsQueue
+from sluice.pipeline.start import CHUNK
+from sluice.spec.models import Politeness
+
+ROOT = Path(__file__).resolve().parents[3]
+COST_FILE = ROOT / "bench" / "results" / "cost-latest.json"
+BENCH_FILE = ROOT / "bench" / "results" / "latest.json"
+COST_SCENARIO = "demo crawl, first run"
+"""The `make cost` run whose calls per page the model uses: a first run, every page fetched (the dearer night)."""
+
+# Knobs of the sharded finalizer and the capped fan-out (issue 17, items 1 and 2) that this branch's
+# StackConfig may not have yet: read from the config when it has them, else these defaults (the lead
+# wires the real fields at merge; the names are the ones those branches use).
+FINALIZE_SHARD_PAGES = 50_000
+FINALIZER_SHARD_MAX_CONCURRENCY = 16
+HOST_BACKLOG_MESSAGES = 20
+
+AWS_CALL_S = 0.010
+"""Stated, as bench/cost_report.py states it: one DynamoDB, S3 or SQS call from Lambda in the same region."""
+SEQUENTIAL_CALLS_PER_BATCH = 14
+"""As bench/cost_report.py counts them: the calls a batch makes one after another."""
+S3_BYTES_PER_S = 100 * 1024 * 1024
+"""Stated, as bench/cost_report.py states it: what one finalizer moves to and from S3."""
+COLD_START_S = 1.0
+"""Stated: a fresh invocation's start (the fan-out's continuation, a finalize shard's first)."""
+COMBINE_BASE_S = 2.0
+"""Stated: the combine step's fixed work (manifest, summary, metrics) besides reading the shard results."""
+
+
+class InputFileError(ValueError):
+    """A measured-figures file is missing, or lacks a field the model needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    """The deployed stack's settings the model plays (all from :class:`StackConfig` but the three knobs noted)."""
+
+    fetcher_max_concurrency: int
+    batch_size: int
+    urls_per_message: int
+    pack_receives: int
+    fetcher_timeout_s: float
+    fetcher_memory_mb: int
+    scheduler_timeout_s: float
+    scheduler_memory_mb: int
+    finalizer_timeout_s: float
+    finalizer_memory_mb: int
+    run_deadline_s: float
+    sweep_s: float
+    finalize_shard_pages: int
+    finalizer_shard_max_concurrency: int
+    host_backlog_messages: int
+    send_chunk_tasks: int
+    send_requests_in_flight: int
+    aws_call_s: float = AWS_CALL_S
+    sequential_calls_per_batch: int = SEQUENTIAL_CALLS_PER_BATCH
+
+
+def stack_settings(config: StackConfig = DEFAULT) -> Stack:
+    """The model's view of ``config``: its own fields, and the fan-out's send sizes from the scheduler's code."""
+    senders = inspect.signature(SqsQueue.__init__).parameters["senders"].default
+    return Stack(
+        fetcher_max_concurrency=config.fetcher_max_concurrency,
+        batch_size=config.batch_size,
+        urls_per_message=config.urls_per_message,
+        pack_receives=config.pack_receives,
+        fetcher_timeout_s=config.fetcher.timeout_s,
+        fetcher_memory_mb=config.fetcher.memory_mb,
+        scheduler_timeout_s=config.scheduler.timeout_s,
+        scheduler_memory_mb=config.scheduler.memory_mb,
+        finalizer_timeout_s=config.finalizer.timeout_s,
+        finalizer_memory_mb=config.finalizer.memory_mb,
+        run_deadline_s=config.run_deadline_hours * 3600.0,
+        sweep_s=config.sweep_minutes * 60.0,
+        # Not in StackConfig on this branch yet (items 1 and 2 add them): read when there, else the default.
+        finalize_shard_pages=int(getattr(config, "finalize_shard_pages", FINALIZE_SHARD_PAGES)),
+        finalizer_shard_max_concurrency=int(
+            getattr(config, "finalizer_shard_max_concurrency", FINALIZER_SHARD_MAX_CONCURRENCY)
+        ),
+        host_backlog_messages=int(getattr(config, "host_backlog_messages", HOST_BACKLOG_MESSAGES)),
+        send_chunk_tasks=CHUNK,
+        send_requests_in_flight=int(senders),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """How the target hosts answer, and the spec's politeness towards them."""
+
+    latency_s: float
+    concurrency: int
+    """The spec's requests in flight per invocation."""
+    concurrency_per_domain: int
+    min_delay_s: float = 0.0
+
+    @property
+    def host_rate(self) -> float:
+        """Pages a second one host allows: its cap over its latency, or one per min delay if that is slower."""
+        rate = self.concurrency_per_domain / self.latency_s
+        return min(rate, 1.0 / self.min_delay_s) if self.min_delay_s > 0 else rate
+
+
+def default_site(latency_s: float) -> Site:
+    """The spec's politeness defaults (``sluice.spec.models.Politeness``) at a site latency."""
+    fields = Politeness.model_fields
+    return Site(
+        latency_s=latency_s,
+        concurrency=int(fields["concurrency"].default),
+        concurrency_per_domain=int(fields["concurrency_per_domain"].default),
+        min_delay_s=float(fields["min_delay_seconds"].default),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """Per-page figures from `make cost` and `make bench`, and the files and runs they come from."""
+
+    write_units: float
+    read_units: float
+    s3_puts: float
+    s3_gets: float
+    sqs_requests: float
+    log_bytes: float
+    cpu_s: float
+    """CPU a page costs the fetcher (``sluice run``'s whole pipeline, first run, on this machine)."""
+    fetcher_rss_mb: float
+    finalize_s: float
+    """The finalizer's own time a page (counting, digests, copying; local files)."""
+    finalize_bytes: float
+    """Bytes a page the finalizer reads and writes (moved through S3 at S3_BYTES_PER_S on AWS)."""
+    finalize_mb: float
+    """Memory a page the finalizer holds."""
+    site_latency_s: float
+    """The site latency `make cost` priced Lambda at."""
+    sources: dict[str, str]
+
+
+def _get(data: Any, path: str, file: Path) -> Any:
+    for part in path.split("."):
+        if not isinstance(data, dict) or part not in data:
+            raise InputFileError(f"{file.name}: no {path!r} (rerun the command that writes it)")
+        data = data[part]
+    return data
+
+
+def _shown(file: Path) -> str:
+    """A results file as the docs name it: relative to the repository (never a path of this machine)."""
+    return str(file.relative_to(ROOT)) if file.is_relative_to(ROOT) else file.name
+
+
+def _read(file: Path) -> dict[str, Any]:
+    if not file.exists():
+        raise InputFileError(f"{file} is missing: run `make cost` and `make bench` first")
+    data = json.loads(file.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise InputFileError(f"{file.name}: expected a JSON object")
+    return data
+
+
+def measured(cost_file: Path = COST_FILE, bench_file: Path = BENCH_FILE, scenario: str = COST_SCENARIO) -> Measured:
+    """The per-page figures, read from the two results files."""
+    cost, bench = _read(cost_file), _read(bench_file)
+    runs = [s for s in _get(cost, "scenarios", cost_file) if s.get("label") == scenario]
+    if not runs:
+        raise InputFileError(f"{cost_file.name}: no scenario {scenario!r}")
+    run = runs[0]
+    pages = float(_get(run, "pages", cost_file))
+    calls = _get(run, "calls", cost_file)
+    firsts = [
+        p for p in _get(bench, "pipeline", bench_file) if p.get("client") == "pipeline" and p.get("variant") == "first"
+    ]
+    if not firsts:
+        raise InputFileError(f"{bench_file.name}: no pipeline first run")
+    first = max(firsts, key=lambda p: p["pages_ok"])
+    finals = _get(bench, "finalizer", bench_file)
+    biggest = max(finals, key=int)
+    final = _get(finals, f"{biggest}.first", bench_file)
+    final_pages = float(final["pages"])
+    return Measured(
+        write_units=float(_get(run, "dynamodb.wru", cost_file)) / pages,
+        read_units=float(_get(run, "dynamodb.rru", cost_file)) / pages,
+        s3_puts=sum(v for k, v in calls.items() if k in ("s3.PutObject", "s3.CopyObject")) / pages,
+        s3_gets=sum(v for k, v in calls.items() if k.startswith("s3.") and k not in ("s3.PutObject", "s3.CopyObject"))
+        / pages,
+        sqs_requests=float(_get(run, "sqs_billed_requests", cost_file)) / pages,
+        log_bytes=float(_get(run, "log_bytes", cost_file)) / pages,
+        cpu_s=float(first["cpu_s"]) / float(first["pages_ok"]),
+        fetcher_rss_mb=max(float(p["peak_rss_mb"]) for p in _get(bench, "pipeline", bench_file)),
+        finalize_s=float(final["ms_per_page"]) / 1000,
+        finalize_bytes=float(final["bytes_read_per_page"]) + float(final["bytes_written_per_page"]),
+        finalize_mb=float(final["rss_rise_mb"]) / final_pages,
+        site_latency_s=float(_get(cost, "site_latency_ms", cost_file)) / 1000,
+        sources={
+            "calls, units and bytes a page": f"{_shown(cost_file)} ({_get(cost, 'when', cost_file)}, {scenario!r})",
+            "CPU and memory a page": f"{_shown(bench_file)} ({_get(bench, 'started', bench_file)}, "
+            f"pipeline first run of {int(first['pages_ok']):,} pages; finalizer at {int(final_pages):,} pages)",
+        },
+    )
