@@ -7,6 +7,7 @@ from typing import Any
 
 from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
 
+from bench import egress_cost
 from sluice.metrics import RunMetric
 
 POLLING_USD = 0.26
@@ -235,4 +236,5 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "listing pages); fewer, larger pages cost less than many small ones (a write per page).",
         "",
     ]
+    out += egress_cost.render(report)
     return "\n".join(out)
