@@ -64,6 +64,7 @@ class Settings(BaseModel):
             pack_receives=self.pack_receives,
             fetcher_memory_mb=self.fetcher_memory_mb,
             finalizer_memory_mb=self.finalizer_memory_mb,
+            egress_ips=tuple(ip for ip in self.egress_ips.split(",") if ip),
         )
 
     @classmethod

@@ -7,9 +7,12 @@ goes anywhere; :class:`~sluice.domain.secrets.SecretUnavailable` names the refer
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sluice.domain.secrets import Secret, SecretUnavailable, checked
 from sluice.extraction.urls import Scope
 from sluice.fetch.credentials import RequestCredentials, resolve_request
+from sluice.fetch.proxies import resolve_pool
 from sluice.ports import SecretSource
 from sluice.spec import CrawlSpec
 
@@ -27,4 +30,6 @@ def request_credentials(
             known[name] = checked(name, source.read(name))
         return known[name]
 
-    return resolve_request(spec.request, Scope.from_spec(spec), read)
+    resolved = resolve_request(spec.request, Scope.from_spec(spec), read)
+    pool = resolve_pool(spec.request, read)
+    return resolved if pool is None else replace(resolved, proxies=pool)

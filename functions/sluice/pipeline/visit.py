@@ -57,6 +57,7 @@ from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
+from sluice.fetch.proxies import with_route
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
 from sluice.pipeline.credentials import request_credentials
@@ -371,6 +372,7 @@ class _RunBatch:
                         carry=task.carry,
                         parent=task.parent if task.carry else None,
                     )
+                    visit.result = with_route(visit.result, fetcher.route(task.url))
                 if archive is not None and archive.full:  # a batch of large bodies writes more than one file
                     try:
                         await asyncio.to_thread(archive.flush, services.objects)
