@@ -442,7 +442,8 @@ class PageFetcher:
     async def _fetch_robots(self, url: str) -> RobotsResponse:
         self.stats.robots_fetches += 1
         got = await self._with_retries(url, None, True, None, None)
-        self.route(url)  # robots.txt has no result of its own to carry its route
+        if self.proxies is not None:  # robots.txt has no result of its own: the next page's reports its failures
+            self.proxies.drop_route(url)
         if isinstance(got, Skipped):
             return RobotsResponse(None, error=got.reason, permanent=True)
         if isinstance(got, Failed):

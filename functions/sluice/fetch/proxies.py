@@ -87,6 +87,7 @@ class ProxyPool:
         self._sticky: dict[str, str] = {}
         self._turn = itertools.count()
         self._routes: dict[str, Route] = {}
+        self._orphans: list[ProxyFailure] = []
 
     # -- choosing --------------------------------------------------------------------------------
 
@@ -179,8 +180,20 @@ class ProxyPool:
     # -- routes ----------------------------------------------------------------------------------
 
     def take_route(self, url: str) -> Route | None:
-        """What ``url``'s fetch went through (forgotten here once taken)."""
-        return self._routes.pop(url, None)
+        """What ``url``'s fetch went through (forgotten here once taken), with the failures of requests that
+        have no result of their own (robots.txt) since the last route taken: an ejection is always reported."""
+        route = self._routes.pop(url, None)
+        if self._orphans:
+            route = route or Route()
+            route.failures[:0] = self._orphans
+            self._orphans.clear()
+        return route
+
+    def drop_route(self, url: str) -> None:
+        """Forget ``url``'s route (a request whose result is not a page's), keeping its failures for the next."""
+        route = self._routes.pop(url, None)
+        if route is not None:
+            self._orphans += route.failures
 
     def _route(self, url: str) -> Route:
         route = self._routes.get(url)

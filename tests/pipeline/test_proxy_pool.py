@@ -1,0 +1,121 @@
+"""A crawl through a pool of three real forward proxies on loopback, on both adapter sets: one refuses connections,
+one walls everything off with 403s, one works. The crawl finishes through the third; the summary names the other
+two with their reasons; no proxy's credentials are found anywhere the run wrote."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.demosite.forward_proxy import RunningProxy, refusing_address, running_proxy
+
+from .test_requests import Provide, everything_written, provide  # noqa: F401 - provide is a fixture
+
+CRAWL = "pooled"
+USER = "crawler"
+PASSWORDS = {"refuses": "test-pool-refuses-pw", "walls": "test-pool-walls-pw", "works": "test-pool-works-pw"}
+MAX_BATCHES = 50
+PAGES = 5
+"""The seeds: catalogue pages 1 to 5 (the demo site's catalogue has that many)."""
+
+
+@pytest.fixture
+def proxies() -> Iterator[tuple[RunningProxy, RunningProxy]]:
+    with (
+        running_proxy("wall", (USER, PASSWORDS["walls"])) as walls,
+        running_proxy("forward", (USER, PASSWORDS["works"])) as works,
+    ):
+        yield walls, works
+
+
+def _pooled_spec(books_spec: Any, base_url: str) -> dict[str, Any]:
+    data: dict[str, Any] = books_spec(CRAWL, base_url, pages=PAGES, max_depth=0)
+    # Round-robin, so every proxy is asked (sticky would keep the one host on one of them).
+    data["request"] = {
+        "proxies": [{"name": name, "secret": f"proxies/{name}"} for name in ("refuses", "walls", "works")],
+        "proxy_rotation": "round_robin",
+    }
+    return data
+
+
+def _run(pipeline: Any) -> tuple[str, list[str]]:
+    run_id = pipeline.start(CRAWL)
+    bodies: list[str] = []
+    for _ in range(MAX_BATCHES):
+        messages = pipeline.receive(10)
+        if not messages:
+            break
+        bodies += [m.body for m in messages]
+        pipeline.deliver(messages)
+    assert [f["run_id"] for f in pipeline.finalize()] == [run_id]
+    return run_id, bodies
+
+
+def test_the_crawl_finishes_through_the_working_proxy_and_names_the_refusing_and_the_walling_one(
+    pipeline: Any,
+    site: RunningDemoSite,
+    books_spec: Any,
+    provide: Provide,  # noqa: F811 - the fixture imported above
+    proxies: tuple[RunningProxy, RunningProxy],
+    logs: Any,
+    tmp_path: Path,
+) -> None:
+    walls, works = proxies
+    refusing = refusing_address().replace("http://", f"http://{USER}:{PASSWORDS['refuses']}@")
+    provide("proxies/refuses", refusing)
+    provide("proxies/walls", walls.url((USER, PASSWORDS["walls"])))
+    provide("proxies/works", works.url((USER, PASSWORDS["works"])))
+    pipeline.spec(_pooled_spec(books_spec, site.base_url))
+
+    run_id, bodies = _run(pipeline)
+
+    t = pipeline.tally(CRAWL, run_id)
+    assert (t.fetched, t.failed, t.skipped) == (PAGES, 0, 0)  # every seed, through "works"
+    summary = pipeline.summary(CRAWL, run_id)
+    assert summary["proxies"]["works"] == {"tier": 0, "pages": PAGES, "failures": 0, "ejected": False, "reason": None}
+    refused, walled = summary["proxies"]["refuses"], summary["proxies"]["walls"]
+    assert (refused["pages"], refused["ejected"], refused["reason"]) == (0, True, "connect failed")
+    assert (walled["pages"], walled["ejected"], walled["reason"]) == (0, True, "403 on every answer (3 of 3)")
+    assert refused["failures"] >= 1
+    assert walled["failures"] >= 3
+    assert summary["egress"] == {"route": "proxies", "pages_by_tier": {"0": PAGES}}
+    check = next(c for c in summary["verdict"]["checks"] if c["check"] == "proxy_pool")
+    assert check["ok"] is True
+    assert "refuses: connect failed" in check["message"]
+    assert "walls: 403 on every answer (3 of 3)" in check["message"]
+    assert summary["verdict"]["healthy"] is True
+    # The working proxy carried every page to the site, each with its own credentials; the wall saw its own.
+    assert site.stats.count("/catalogue/page-1.html") == 1
+    assert all(a.startswith("Basic ") for a in works.log.authorizations)
+    assert walls.log.requests
+    written = everything_written(pipeline, logs, run_id, bodies, tmp_path, crawl=CRAWL)
+    assert "proxies" in written  # the summary's pool report is in what was searched
+    for password in PASSWORDS.values():
+        assert password not in written
+
+
+def test_with_every_proxy_gone_the_pages_fail_and_the_verdict_says_the_pool_is_empty(
+    pipeline: Any,
+    site: RunningDemoSite,
+    books_spec: Any,
+    provide: Provide,  # noqa: F811 - the fixture imported above
+) -> None:
+    for name in ("refuses", "walls", "works"):
+        provide(f"proxies/{name}", refusing_address())
+    pipeline.spec(_pooled_spec(books_spec, site.base_url))
+
+    run_id, _ = _run(pipeline)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    assert summary["pages"]["fetched"] == 0
+    assert summary["verdict"]["healthy"] is False
+    check = next(a for a in summary["verdict"]["alerts"] if a["check"] == "proxy_pool")
+    assert check["message"].startswith("the proxy pool is empty: ")
+    assert all(p["ejected"] and p["reason"] == "connect failed" for p in summary["proxies"].values())
+    assert "proxy pool empty: every proxy was ejected" in json.dumps(summary["failures"])
+    assert site.stats.count("/catalogue/page-1.html") == 0
