@@ -119,3 +119,22 @@ def test_with_every_proxy_gone_the_pages_fail_and_the_verdict_says_the_pool_is_e
     assert all(p["ejected"] and p["reason"] == "connect failed" for p in summary["proxies"].values())
     assert "proxy pool empty: every proxy was ejected" in json.dumps(summary["failures"])
     assert site.stats.count("/catalogue/page-1.html") == 0
+
+
+@pytest.mark.parametrize(
+    ("addresses", "expected"),
+    [
+        ((), {"route": "direct"}),
+        (("203.0.113.7", "203.0.113.8"), {"route": "fixed", "addresses": ["203.0.113.7", "203.0.113.8"]}),
+    ],
+)
+def test_a_runs_summary_says_which_route_its_requests_took(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, addresses: tuple[str, ...], expected: dict[str, Any]
+) -> None:
+    """With the stack's ``egress: fixed``, its addresses (the functions' SLUICE_EGRESS_IPS); else direct."""
+    pipeline.configure(egress_ips=",".join(addresses) if pipeline.kind == "aws" else addresses)
+    pipeline.spec(books_spec(CRAWL, site.base_url, pages=PAGES, max_depth=0))
+    run_id = pipeline.run(CRAWL)
+    summary = pipeline.summary(CRAWL, run_id)
+    assert summary["egress"] == expected
+    assert "proxies" not in summary
