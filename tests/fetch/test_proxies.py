@@ -185,3 +185,26 @@ def test_a_spec_with_a_pool_validates(site: RunningDemoSite) -> None:
 def test_resolving_the_request_section_leaves_a_pool_to_its_own_resolver() -> None:
     creds = resolve_request(_section(_entry("a")), SCOPE, lambda name: Secret("http://127.0.0.1:1"))
     assert (creds.proxy, creds.proxies) == (None, None)
+
+
+async def test_a_tripped_breaker_moves_the_host_to_the_next_tier_with_its_count_afresh(site: RunningDemoSite) -> None:
+    """Tier 0's one proxy walls the host off (no other in the tier to try): its 403s trip the breaker, and the
+    host's next page goes through tier 1 instead of being skipped as blocked."""
+    with running_proxy("wall") as cheap, running_proxy() as premium:
+        pool = _pool(
+            _section(_entry("cheap"), _entry("premium", tier=1)), {"cheap": cheap.url(), "premium": premium.url()}
+        )
+        breaker = {"min_answers": 2, "max_blocked_share": 0.5}
+        host = f"127.0.0.1:{site.port}"
+        async with _fetcher(pool, concurrency=1, breaker=breaker) as fetcher:
+            first = [await fetcher.fetch(f"{site.base_url}/catalogue/page-{n}.html") for n in (1, 2)]
+            assert pool.tier_of(host) == 0
+            third = await fetcher.fetch(f"{site.base_url}/catalogue/page-3.html")
+            route = fetcher.route(f"{site.base_url}/catalogue/page-3.html")
+            after = fetcher.gate.known(host)
+    assert [(o.reason if isinstance(o, Failed) else o) for o in first] == ["http 403", "http 403"]
+    assert isinstance(third, Fetched), third
+    assert route is not None
+    assert (route.proxy, route.tier, pool.tier_of(host)) == ("premium", 1, 1)
+    assert pool.ejected() == {}  # two 403s are not yet a wall: the breaker spoke first
+    assert after is None  # not a fleet batch: nothing adopted, nothing to hand on
