@@ -4,6 +4,7 @@ two with their reasons; no proxy's credentials are found anywhere the run wrote.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from sluice.domain.layout import archive_key
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.demosite.forward_proxy import RunningProxy, refusing_address, running_proxy
 
@@ -70,7 +72,8 @@ def test_the_crawl_finishes_through_the_working_proxy_and_names_the_refusing_and
     provide("proxies/refuses", refusing)
     provide("proxies/walls", walls.url((USER, PASSWORDS["walls"])))
     provide("proxies/works", works.url((USER, PASSWORDS["works"])))
-    pipeline.spec(_pooled_spec(books_spec, site.base_url))
+    # Every response archived too (output.archive): the archive is among the places searched below.
+    pipeline.spec(_pooled_spec(books_spec, site.base_url) | {"output": {"archive": True}})
 
     run_id, bodies = _run(pipeline)
 
@@ -93,7 +96,12 @@ def test_the_crawl_finishes_through_the_working_proxy_and_names_the_refusing_and
     assert site.stats.count("/catalogue/page-1.html") == 1
     assert all(a.startswith("Basic ") for a in works.log.authorizations)
     assert walls.log.requests
+    files = {e.result.archive.file for e in pipeline.services.frontier.scan(run_id) if e.result and e.result.archive}
+    archives = [pipeline.services.objects.get(archive_key(CRAWL, run_id, file)) for file in sorted(files)]
+    assert files
+    assert all(archives)
     written = everything_written(pipeline, logs, run_id, bodies, tmp_path, crawl=CRAWL)
+    written += "\n".join(gzip.decompress(a or b"").decode("latin-1") for a in archives)
     assert "proxies" in written  # the summary's pool report is in what was searched
     for password in PASSWORDS.values():
         assert password not in written
