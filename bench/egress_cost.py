@@ -113,24 +113,26 @@ def render(report: dict[str, Any]) -> list[str]:
         )
     out += [
         "",
-        f"Scale by your pages' size: each KB a page adds {_usd(1024 * MILLION / GB * prices['nat_per_gb'])} per",
-        f"million pages of NAT processing. The demo's pages are small; a 100 KB page costs"
-        f" {_usd(100 * 1024 * MILLION / GB * prices['nat_per_gb'])} per million pages through NAT.",
-        f"With one gateway for two zones, half the fetchers' traffic crosses zones"
+        f"Scale by your pages' size: each KB a page adds {_usd(1024 * MILLION / GB * prices['nat_per_gb'])}"
+        " per million pages of NAT processing.",
+        f"The demo's pages are small; a 100 KB page costs {_usd(100 * 1024 * MILLION / GB * prices['nat_per_gb'])}"
+        " per million pages through NAT.",
+        "With one gateway for two zones, half the fetchers' traffic crosses zones"
         f" ({_price(prices['cross_az_per_gb'])} per GB each way).",
-        f"Flow logs are modelled, not measured: {FLOW_RECORDS_PER_CONNECTION} records a connection"
-        f" (each way, at the function's and the gateway's interfaces) of about {FLOW_RECORD_BYTES} bytes, at the",
-        f"measured connections a page and {_price(prices['vended_logs_per_gb'])} per GB delivered to CloudWatch"
-        " Logs; keep-alive makes them a rounding error.",
+        f"Flow logs are modelled, not measured: {FLOW_RECORDS_PER_CONNECTION} records a connection (each way,",
+        f"at the function's and the gateway's interfaces) of about {FLOW_RECORD_BYTES} bytes, at the measured",
+        f"connections a page and {_price(prices['vended_logs_per_gb'])} per GB delivered to CloudWatch Logs;",
+        "keep-alive makes them a rounding error.",
         "",
-        f"SQS and Secrets Manager go through NAT too. Interface endpoints for both, in both zones, would cost"
-        f" {_usd(endpoints)} a month",
-        f"({len(ENDPOINT_SERVICES)} × {ZONES} × {HOURS_A_MONTH} h × {_price(prices['interface_endpoint_per_hour'])})"
-        f" plus {_price(prices['interface_endpoint_per_gb'])} per GB, to save"
-        f" {_price(prices['nat_per_gb'] - prices['interface_endpoint_per_gb'])} per GB of",
-        "SQS payload, which the table shows is a small part of a page's bytes; Secrets Manager is read once",
-        "per container. So the stack builds none: an interface endpoint pays off only past about",
-        f"{endpoints / (prices['nat_per_gb'] - prices['interface_endpoint_per_gb']):,.0f} GB of SQS traffic a month.",
+        "SQS and Secrets Manager go through NAT too. Interface endpoints for both, in both zones, would",
+        f"cost {_usd(endpoints)} a month ({len(ENDPOINT_SERVICES)} × {ZONES} × {HOURS_A_MONTH} h ×"
+        f" {_price(prices['interface_endpoint_per_hour'])}) plus {_price(prices['interface_endpoint_per_gb'])}"
+        " per GB,",
+        f"to save {_price(prices['nat_per_gb'] - prices['interface_endpoint_per_gb'])} per GB of SQS payload,"
+        " which the table shows is a small part of a page's bytes;",
+        "Secrets Manager is read once per container. So the stack builds none: an interface endpoint pays",
+        f"off only past about {endpoints / (prices['nat_per_gb'] - prices['interface_endpoint_per_gb']):,.0f}"
+        " GB of SQS traffic a month.",
         "",
     ]
     return out
