@@ -77,8 +77,9 @@ async def test_a_refusing_and_a_walling_proxy_are_ejected_and_the_pages_go_throu
 
 async def test_a_proxy_that_answers_407_is_ejected_and_the_next_carries_the_request(site: RunningDemoSite) -> None:
     with running_proxy("auth") as revoked, running_proxy("forward") as works:
-        pool = _pool(_section(_entry("revoked"), _entry("works")), {"revoked": revoked.url(), "works": works.url()})
-        pool._sticky[f"127.0.0.1:{site.port}"] = "revoked"  # the host's sticky proxy is the revoked one
+        # Round-robin: the first request goes through the first proxy, the revoked one.
+        section = _section(_entry("revoked"), _entry("works"), rotation="round_robin")
+        pool = _pool(section, {"revoked": revoked.url(), "works": works.url()})
         async with _fetcher(pool) as fetcher:
             outcome = await fetcher.fetch(f"{site.base_url}/catalogue/page-1.html")
             route = fetcher.route(f"{site.base_url}/catalogue/page-1.html")

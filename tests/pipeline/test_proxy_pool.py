@@ -92,6 +92,8 @@ def test_the_crawl_finishes_through_the_working_proxy_and_names_the_refusing_and
     assert "refuses: connect failed" in check["message"]
     assert "walls: 403 on every answer (3 of 3)" in check["message"]
     assert summary["verdict"]["healthy"] is True
+    ejections = {(e["proxy"], e["reason"]) for e in logs.named("proxy ejected")}
+    assert ejections == {("refuses", "connect failed"), ("walls", "403 on every answer (3 of 3)")}
     # The working proxy carried every page to the site, each with its own credentials; the wall saw its own.
     assert site.stats.count("/catalogue/page-1.html") == 1
     assert all(a.startswith("Basic ") for a in works.log.authorizations)

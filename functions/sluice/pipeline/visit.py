@@ -373,6 +373,9 @@ class _RunBatch:
                         parent=task.parent if task.carry else None,
                     )
                     visit.result = with_route(visit.result, fetcher.route(task.url))
+                    for proxy, why, ejected in visit.result.proxy_failures:
+                        if ejected:  # by its spec name and our words: never its address or credentials
+                            logger.warning("proxy ejected", extra={**self.log, "proxy": proxy, "reason": why})
                 if archive is not None and archive.full:  # a batch of large bodies writes more than one file
                     try:
                         await asyncio.to_thread(archive.flush, services.objects)
