@@ -10,7 +10,8 @@ NODE_BIN := $(CURDIR)/.tools/node_modules/$(NODE_PKG)/bin
 CDK := node_modules/.bin/cdk
 # Node 22 for jsii and the CDK CLI (the machine's Node 20 is end-of-life); no telemetry, no notices.
 CDK_ENV := PATH="$(NODE_BIN):$(CURDIR)/$(BIN):$$PATH" JSII_NODE="$(NODE_BIN)/node" CDK_DISABLE_CLI_TELEMETRY=1
-CDK_ARGS := --no-notices $(if $(STAGE),-c stage=$(STAGE)) $(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL))
+CDK_ARGS := --no-notices $(if $(STAGE),-c stage=$(STAGE)) $(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL)) \
+	$(if $(EGRESS),-c egress=$(EGRESS)) $(if $(NAT_GATEWAYS),-c nat_gateways=$(NAT_GATEWAYS))
 
 .PHONY: help install browser test lint typecheck unit demo bench cost scale clean synth deploy diff destroy bootstrap layer-report
 
@@ -21,7 +22,7 @@ help:
 	@echo "make cost   meter every AWS call of real runs on moto and price them (writes docs/costs.md)"
 	@echo "make scale  simulate 1M-100M URL nights of the deployed stack under AWS's limits (writes docs/scale.md;"
 	@echo "            ARGS=--json: one JSON object a scenario; ARGS=--check: a real local run against its prediction)"
-	@echo "make synth  write the CloudFormation template to cdk.out/ (offline)"
+	@echo "make synth  write the CloudFormation template to cdk.out/ (offline; EGRESS=fixed NAT_GATEWAYS=1|2)"
 	@echo "make deploy deploy to the AWS account in your environment (after make bootstrap)"
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 from infra.config import DEFAULT
 
-from bench import cost_report
+from bench import cost_report, egress_cost
 from sluice.domain.cost import US_EAST_1
 from sluice.handlers import fetcher, finalizer, scheduler
 from sluice.spec import parse_spec
@@ -207,6 +207,13 @@ def run_scenario(
         "s3": {"bytes_up": tally.s3_bytes_up, "bytes_down": tally.s3_bytes_down},
         "sqs_billed_requests": tally.sqs_billed_requests,
         "site_requests": site.stats.total,
+        # What would cross a NAT gateway with egress: fixed (DynamoDB and S3 take the gateway endpoints).
+        "site_wire": {
+            "bytes_received": site.stats.bytes_received,
+            "bytes_sent": site.stats.bytes_sent,
+            "connections": site.stats.connections,
+        },
+        "sqs_bytes": tally.sqs_bytes,
         "empty_receives_left_out": gate.empty_receives,
         "linking_page_lookups": gate.lookups,
     }
@@ -288,6 +295,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"{label}: {result['pages']} pages ({result['fetched']} fetched, {result['not_modified']} not modified)"
                 f" ${result['cost']['total']:.4f} metered; per million pages ${modeled['total']:.2f}"
                 f" ({result['dynamodb']['wru_per_page']} WRU/page); {result['wall_s']} s",
+                flush=True,
+            )
+            nat = egress_cost.nat_bytes_a_page(result)
+            fixed = egress_cost.per_million(vars(US_EAST_1), result, 1)
+            print(
+                f"  egress: fixed: {nat['total']:,.0f} bytes a page through NAT (site {nat['site']:,.0f},"
+                f" SQS {nat['sqs']:,.0f}): + ${fixed['total']:.2f} per million pages with one NAT gateway",
                 flush=True,
             )
     report = {

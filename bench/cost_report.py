@@ -7,6 +7,7 @@ from typing import Any
 
 from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
 
+from bench import egress_cost
 from sluice.metrics import RunMetric
 
 POLLING_USD = 0.26
@@ -205,7 +206,8 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
     for s in scenarios:
         estimate = s.get("summary_estimate") or {}
         out.append(f"| {s['label']} | {_usd(s['cost']['total'])} | {_usd(float(estimate.get('estimated_usd', 0)))} |")
-    metrics, per_crawl = len(RunMetric), ALARMS_PER_CRAWL + 1
+    # ProxiesEjected is published only by crawls with a proxy pool (request.proxies): one metric more for those.
+    metrics, per_crawl = len(RunMetric) - 1, ALARMS_PER_CRAWL + 1
     metrics_usd, alarms_usd = metrics * 0.30, (per_crawl + PIPELINE_ALARMS) * 0.10
     fixed_usd = metrics_usd + alarms_usd + 3.00 + 1.00 + POLLING_USD
     out += [
@@ -235,4 +237,5 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "listing pages); fewer, larger pages cost less than many small ones (a write per page).",
         "",
     ]
+    out += egress_cost.render(report)
     return "\n".join(out)

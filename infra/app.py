@@ -1,4 +1,5 @@
-"""The CDK app: ``cdk synth`` / ``cdk deploy`` run this. Context: ``stage`` (default dev), ``alarm_email``."""
+"""The CDK app: ``cdk synth`` / ``cdk deploy`` run this. Context: ``stage`` (default dev), ``alarm_email``,
+``egress`` (``direct``, the default, or ``fixed``: infra/egress.py) and ``nat_gateways`` (with fixed egress)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from infra.config import DEFAULT
+from infra.config import DEFAULT, StackConfig
 from infra.crawls import deployed_specs
 from infra.nag import acknowledge
 from infra.stack import SluiceStack
@@ -23,9 +24,24 @@ def context() -> dict[str, object]:
     return loaded
 
 
+def stack_config(app: cdk.App) -> StackConfig:
+    """The defaults, with what the context sets: ``stage``, ``egress`` (direct or fixed), ``nat_gateways``."""
+    get = app.node.try_get_context
+    nat = get("nat_gateways")
+    try:
+        return dataclasses.replace(
+            DEFAULT,
+            stage=get("stage") or DEFAULT.stage,
+            egress=get("egress") or DEFAULT.egress,
+            nat_gateways=int(nat) if nat is not None else DEFAULT.nat_gateways,
+        )
+    except ValueError as exc:
+        raise SystemExit(f"cdk context: {exc}") from None
+
+
 def build(app: cdk.App) -> SluiceStack:
-    stage = app.node.try_get_context("stage") or DEFAULT.stage
-    config = dataclasses.replace(DEFAULT, stage=stage)
+    config = stack_config(app)
+    stage = config.stage
     stack = SluiceStack(
         app,
         f"Sluice-{stage}",

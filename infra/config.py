@@ -7,7 +7,11 @@ the same numbers without installing it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+Egress = Literal["direct", "fixed"]
+"""How the crawl's requests leave: from Lambda's shared addresses, or from the stack's own Elastic IPs."""
+EGRESS_CHOICES: tuple[Egress, ...] = ("direct", "fixed")
 
 PROJECT_TAG = "project"
 STAGE_TAG = "stage"
@@ -75,6 +79,21 @@ class StackConfig:
     query_results_prefix: str = "query-results/"
     """Where the workgroup writes query results, in the records bucket (nothing of the pipeline's lives there)."""
     query_results_retention_days: int = 7
+    egress: Egress = "direct"
+    """``fixed``: the functions that fetch run in a VPC's private subnets behind NAT gateways whose Elastic
+    IPs a site can allowlist (infra/egress.py); ``direct``: Lambda's shared addresses, no VPC (the default)."""
+    nat_gateways: int = 1
+    """With fixed egress: one NAT gateway (one address, one zone's outage stops the crawl) or one per zone."""
+    egress_azs: int = 2
+    egress_cidr: str = "10.42.0.0/16"
+
+    def __post_init__(self) -> None:
+        if self.egress not in EGRESS_CHOICES:
+            raise ValueError(f"egress {self.egress!r}: one of {', '.join(EGRESS_CHOICES)}")
+        if not 1 <= self.nat_gateways <= self.egress_azs:
+            raise ValueError(
+                f"nat_gateways {self.nat_gateways}: from 1 (one address) to {self.egress_azs} (one per zone)"
+            )
 
     def name(self, part: str) -> str:
         """A physical resource name: ``sluice-dev-ledger``."""
@@ -148,6 +167,7 @@ class StackConfig:
             "pack_receives": self.pack_receives,
             "fetcher_memory_mb": self.fetcher.memory_mb,
             "finalizer_memory_mb": self.finalizer.memory_mb,
+            "egress": self.egress,
         }
 
     def bucket_name(self, account: str, region: str) -> str:

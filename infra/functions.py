@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, AssetHashType, Duration, Stack, Tags
+from aws_cdk import ArnFormat, AssetHashType, Duration, Fn, Stack, Tags
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -15,12 +15,13 @@ from constructs import Construct
 
 from infra import bundling
 from infra.config import CRAWL_TAG, FunctionSettings, StackConfig
+from infra.egress import FixedEgress
 from infra.queues import Queues
 from infra.storage import Storage
 from sluice.domain.layout import ARCHIVE_PREFIX, RUNS_PREFIX, SEEDS_PREFIX, WORK_PREFIX
 from sluice.domain.secrets import is_ssm, ssm_parameter
 from sluice.metrics import NAMESPACE
-from sluice.settings import Settings
+from sluice.settings import ENV_PREFIX, Settings
 from sluice.spec import CrawlSpec
 
 SPECS_DIR = "/var/task/crawls"
@@ -38,6 +39,7 @@ class Functions(Construct):
         storage: Storage,
         queues: Queues,
         specs: list[CrawlSpec],
+        egress: FixedEgress | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
@@ -72,9 +74,23 @@ class Functions(Construct):
             **config.function_settings(),
         )
         environment = {**settings.to_env(), "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE, "POWERTOOLS_LOG_LEVEL": "INFO"}
-        self.scheduler = self._function("Scheduler", config, config.scheduler, config.scheduler_function, environment)
-        self.fetcher = self._function("Fetcher", config, config.fetcher, config.name("fetcher"), environment)
+        if egress is not None:
+            environment[f"{ENV_PREFIX}EGRESS_IPS"] = Fn.join(",", egress.public_ips)
+        # With fixed egress, every function that sends the crawl's requests leaves from its addresses: the
+        # fetcher, and the scheduler when a spec reads sitemaps. The finalizer sends none and stays out.
+        fetches_sitemaps = any(s.seeds.sitemaps is not None for s in specs)
+        self.scheduler = self._function(
+            "Scheduler",
+            config,
+            config.scheduler,
+            config.scheduler_function,
+            environment,
+            egress if fetches_sitemaps else None,
+        )
+        self.fetcher = self._function("Fetcher", config, config.fetcher, config.name("fetcher"), environment, egress)
         self.finalizer = self._function("Finalizer", config, config.finalizer, config.finalizer_function, environment)
+        self.in_vpc = [] if egress is None else [self.fetcher, *([self.scheduler] if fetches_sitemaps else [])]
+        """The functions whose requests leave from the fixed egress addresses (none without ``egress: fixed``)."""
 
         # Least privilege, through grants: each function gets what its step touches. Every function
         # that reads objects may list the prefixes it reads, so a missing key is 404, not 403.
@@ -141,7 +157,13 @@ class Functions(Construct):
         )
 
     def _function(
-        self, id: str, config: StackConfig, settings: FunctionSettings, name: str, environment: dict[str, str]
+        self,
+        id: str,
+        config: StackConfig,
+        settings: FunctionSettings,
+        name: str,
+        environment: dict[str, str],
+        egress: FixedEgress | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(
             self,
@@ -166,6 +188,9 @@ class Functions(Construct):
             log_group=log_group,
             logging_format=lambda_.LoggingFormat.JSON,
             description=f"Sluice {id.lower()} ({settings.handler})",
+            vpc=egress.vpc if egress is not None else None,
+            vpc_subnets=egress.subnets if egress is not None else None,
+            security_groups=[egress.security_group] if egress is not None else None,
         )
 
     def _schedule(self, spec: CrawlSpec, config: StackConfig) -> events.Rule:

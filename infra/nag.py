@@ -54,6 +54,16 @@ def acknowledge(stack: SluiceStack) -> None:
             "(GetObject) under seeds/, which holds nothing else.",
         )
     )
+    if stack.egress is not None:
+        for function in functions.in_vpc:
+            Validations.of(function).acknowledge(
+                Acknowledgment(
+                    id=f"{_RULE}IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
+                    reason="With egress: fixed the function runs in the egress VPC: the AWS-managed VPC access "
+                    "policy only lets Lambda create, describe and delete the function's network interfaces "
+                    "(and write its logs).",
+                )
+            )
     policy = stack.query.policy
     Validations.of(policy).acknowledge(
         Acknowledgment(

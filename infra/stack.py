@@ -7,6 +7,7 @@ from constructs import Construct
 
 from infra.catalog import RecordsCatalog
 from infra.config import StackConfig
+from infra.egress import FixedEgress
 from infra.functions import Functions
 from infra.monitoring import Monitoring
 from infra.query import Query
@@ -36,8 +37,15 @@ class SluiceStack(Stack):
             Tags.of(self).add(key, value)
         self.storage = Storage(self, "Storage", config=config)
         self.queues = Queues(self, "Queues", config=config)
+        self.egress = FixedEgress(self, "Egress", config=config) if config.egress == "fixed" else None
         self.functions = Functions(
-            self, "Functions", config=config, storage=self.storage, queues=self.queues, specs=specs
+            self,
+            "Functions",
+            config=config,
+            storage=self.storage,
+            queues=self.queues,
+            specs=specs,
+            egress=self.egress,
         )
         self.monitoring = Monitoring(
             self,
@@ -77,3 +85,5 @@ class SluiceStack(Stack):
         }
         for name, (value, description) in outputs.items():
             CfnOutput(self, name, value=value, description=description)
+        if self.egress is not None:
+            self.egress.outputs(self)

@@ -38,6 +38,9 @@ class RunMetric(StrEnum):
     """Hosts the breaker paused for the run: a site that refuses the crawler (403s, 429s, block pages)."""
     ESTIMATED_COST = "EstimatedCostUSD"
     """The run's estimated AWS cost in US dollars at list prices: ``cost.estimated_usd`` of its summary."""
+    PROXIES_EJECTED = "ProxiesEjected"
+    """Proxies of the pool (``request.proxies``) ejected for the run: 407, no connection, or 403 on every answer
+    (emitted for crawls with a pool only)."""
 
 
 UNITS: dict[RunMetric, Unit] = {
@@ -55,4 +58,5 @@ UNITS: dict[RunMetric, Unit] = {
     RunMetric.RUN_DURATION: Unit.SECONDS,
     RunMetric.HOSTS_BLOCKED: Unit.COUNT,
     RunMetric.ESTIMATED_COST: Unit.NONE,  # CloudWatch has no currency unit: the name says dollars
+    RunMetric.PROXIES_EJECTED: Unit.COUNT,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,6 +46,10 @@ class Settings(BaseModel):
     """Receives a fetcher may add to a batch of few hosts (``sluice.pipeline.visit._pack``); 0 turns packing off."""
     fetcher_memory_mb: int = Field(default=512, ge=128, le=10_240)
     finalizer_memory_mb: int = Field(default=2048, ge=128, le=10_240)
+    egress: Literal["direct", "fixed"] = "direct"
+    """How the stack's requests leave: Lambda's shared addresses, or the stack's Elastic IPs (``egress: fixed``)."""
+    egress_ips: str = ""
+    """With fixed egress, its addresses, comma-separated: what a run's summary names as its route."""
 
     def tuning(self) -> Tuning:
         return Tuning(
@@ -59,6 +64,7 @@ class Settings(BaseModel):
             pack_receives=self.pack_receives,
             fetcher_memory_mb=self.fetcher_memory_mb,
             finalizer_memory_mb=self.finalizer_memory_mb,
+            egress_ips=tuple(ip for ip in self.egress_ips.split(",") if ip),
         )
 
     @classmethod

@@ -80,3 +80,21 @@ def test_demo_endpoints_reset_and_are_not_counted(site: RunningDemoSite, client:
     assert site.stats.total == 0
     assert site.stats.records() == []
     assert client.get("/_demo/nope").status_code == 404
+
+
+def test_bytes_on_the_wire_and_connections_are_counted_both_ways(site: RunningDemoSite) -> None:
+    """What a NAT gateway in front of a crawler would process (`make cost`'s fixed egress figures)."""
+    request = b"GET /catalogue/page-1.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", site.port), timeout=5) as sock:
+        sock.sendall(request)
+        answer = b""
+        for _ in range(10_000):  # until the site closes the connection
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert _wait_for(lambda: site.stats.bytes_sent == len(answer))
+    assert (site.stats.bytes_received, site.stats.connections) == (len(request), 1)
+    site.stats.reset()
+    assert (site.stats.bytes_received, site.stats.bytes_sent, site.stats.connections) == (0, 0, 0)

@@ -13,6 +13,7 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
+from sluice.domain.egress import ProxyTally
 from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally
 from sluice.domain.verdict import RunCounts, judge
@@ -56,7 +57,7 @@ def test_cdk_nag_is_active_and_fails_synth_on_a_finding() -> None:
         app.synth()
 
 
-def _emitted(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def _emitted(capsys: pytest.CaptureFixture[str], proxies: dict[str, ProxyTally] | None = None) -> dict[str, Any]:
     counts = RunCounts(fetched=40, not_modified=10, failed=0, records=1000, items=1000)
     verdict = judge(counts, previous_records=900, alerts=Alerts())
     run = RunState(
@@ -68,6 +69,7 @@ def _emitted(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
         spec_digest="x",
     )
     tally = RunTally(seeds=50, seeds_done=50, fetched=40, not_modified=10, records_new=1000, items=1000)
+    tally.proxies = proxies or {}
     output = OutputSummary(files=[], records=1000, pages=50, duplicates=0, carried_missing=0, bytes=1, folder="f")
     capsys.readouterr()
     emit_metrics(run, tally, output, verdict, estimated_usd=0.0123)
@@ -82,7 +84,16 @@ def test_finalizer_emits_every_run_metric_with_the_crawl_as_only_dimension(capsy
     assert directive["Namespace"] == NAMESPACE
     assert directive["Dimensions"] == [[CRAWL_DIMENSION]]
     assert document[CRAWL_DIMENSION] == "demo-books"
-    assert {m["Name"]: m["Unit"] for m in directive["Metrics"]} == {m.value: UNITS[m].value for m in RunMetric}
+    every = {m.value: UNITS[m].value for m in RunMetric if m is not RunMetric.PROXIES_EJECTED}  # a pool crawl's only
+    assert {m["Name"]: m["Unit"] for m in directive["Metrics"]} == every
+
+
+def test_a_crawl_with_a_proxy_pool_emits_how_many_proxies_were_ejected(capsys: pytest.CaptureFixture[str]) -> None:
+    pool = {"a": ProxyTally(ejected=True, reason="connect failed"), "b": ProxyTally(pages=40), "c": ProxyTally()}
+    document = _emitted(capsys, pool)
+    (directive,) = document["_aws"]["CloudWatchMetrics"]
+    assert {"Name": "ProxiesEjected", "Unit": "Count"} in directive["Metrics"]
+    assert document["ProxiesEjected"] in (1.0, [1.0])
 
 
 def test_alarms_watch_exactly_what_the_finalizer_emits(

@@ -259,3 +259,16 @@ def test_lambda_invokes_are_counted() -> None:
         meter.before("lambda", "Invoke", {"FunctionName": "finalizer", "InvocationType": "Event"})
         meter.after("lambda", "Invoke", {"FunctionName": "finalizer"}, {"StatusCode": 202}, None, 0.001)
     assert meter.tally().lambda_invokes == 3
+
+
+def test_sqs_counts_the_payload_sent_and_received(aws: Callable[[str], Client]) -> None:
+    """What a fetcher's SQS calls carry: with egress: fixed it crosses NAT (docs/costs.md)."""
+    sqs = aws("sqs")
+    url = sqs.create_queue(QueueName="frontier")["QueueUrl"]
+    meter = AwsMeter()
+    with observe_calls(meter):
+        sqs.send_message(QueueUrl=url, MessageBody="x" * 1500)
+        sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)
+    ops = meter.tally().of("sqs")
+    assert (ops["SendMessage"].bytes_up, ops["ReceiveMessage"].bytes_down) == (1500, 1500)
+    assert meter.tally().sqs_bytes == 3000

@@ -97,6 +97,7 @@ def test_show_gives_the_summary_failed_checks_null_rates_and_outputs(three_runs:
     assert text.startswith(f"run {broken['run_id']} of demo-books: finished, UNHEALTHY")
     assert "ALERT record_count_drop" in text
     assert "ALERT records_nonzero" in text
+    assert "  egress   direct: no fixed address, no proxy" in text.splitlines()
     assert "nulls    price missing in 100% of items" in text
     assert f"dropped  records without a required field: price missing x{BOOKS}" in text
     outputs = {line.split()[0]: line.split(maxsplit=1)[1] for line in text.splitlines()[-4:]}
@@ -111,6 +112,7 @@ def test_show_gives_the_summary_failed_checks_null_rates_and_outputs(three_runs:
     shown = sluice.json("show", healthy["run_id"], *three_runs.where, "--json")
     assert shown["summary"]["records"]["total"] == BOOKS
     assert shown["summary"]["verdict"]["healthy"] is True
+    assert shown["summary"]["egress"] == {"route": "direct"}
     assert shown["run"]["run_id"] == healthy["run_id"]
     assert "nulls    none" in sluice("show", healthy["run_id"], *three_runs.where)[1]
 

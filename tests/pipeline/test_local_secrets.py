@@ -14,6 +14,7 @@ from sluice.domain.secrets import local_variable
 from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.demosite.config import DEMO_LOGIN, DEMO_TOKEN
+from sluice_tools.demosite.forward_proxy import running_proxy
 
 CRAWLS = Path(__file__).resolve().parents[2] / "crawls"
 CRAWL = "members"
@@ -107,3 +108,28 @@ def test_the_shipped_demo_spec_crawls_both_doors_with_the_values_its_comment_giv
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert (out["pages"]["fetched"], out["records"]["total"]) == (10, 200)
+
+
+def test_sluice_crawl_goes_through_the_specs_proxy_pool(
+    tmp_path: Path,
+    site: RunningDemoSite,
+    books_spec: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The engine-only crawl resolves request.proxies as the pipeline does: every page through the pool."""
+    with running_proxy("forward", ("crawler", "test-pool-works-pw")) as works:
+        monkeypatch.setenv(local_variable("proxies/works"), works.url(("crawler", "test-pool-works-pw")))
+        data = books_spec("pooled", site.base_url, pages=2, max_depth=0)
+        data["request"] = {"proxies": [{"name": "works", "secret": "proxies/works"}]}
+        spec = tmp_path / "pooled.yaml"
+        spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        records = tmp_path / "out.jsonl"
+        assert main(["crawl", str(spec), "--allow-loopback", "--out", str(records), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert len(records.read_text(encoding="utf-8").splitlines()) == 40
+    assert sorted(line.split()[1].rsplit("/", 1)[1] for line in works.log.requests if "catalogue" in line) == [
+        "page-1.html",
+        "page-2.html",
+    ]
+    assert "test-pool-works-pw" not in out

@@ -85,14 +85,16 @@ def run_seeing_messages(pipeline: Any) -> tuple[str, list[str]]:
     return run_id, bodies
 
 
-def everything_written(pipeline: Any, logs: Any, run_id: str, bodies: list[str], state: Path) -> str:
+def everything_written(
+    pipeline: Any, logs: Any, run_id: str, bodies: list[str], state: Path, *, crawl: str = CRAWL
+) -> str:
     """Every place a secret must not reach, as one text: logs, summary, messages, URL results, records."""
     texts = [
         logs.stream.getvalue(),
-        json.dumps(pipeline.summary(CRAWL, run_id)),
+        json.dumps(pipeline.summary(crawl, run_id)),
         *bodies,
         repr(list(pipeline.services.frontier.scan(run_id))),
-        json.dumps(pipeline.records(CRAWL, run_id)),
+        json.dumps(pipeline.records(crawl, run_id)),
     ]
     if pipeline.kind == "local":  # the whole state folder: the SQLite file, every object
         texts += [p.read_bytes().decode("latin-1") for p in state.rglob("*") if p.is_file()]

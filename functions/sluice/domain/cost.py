@@ -37,6 +37,19 @@ class PriceList:
     lambda_per_million_requests: float = 0.20
     logs_per_gb: float = 0.50
     """CloudWatch Logs ingestion."""
+    nat_gateway_per_hour: float = 0.045
+    """With ``egress: fixed``: each NAT gateway, every hour it exists."""
+    nat_per_gb: float = 0.045
+    """With ``egress: fixed``: NAT data processing, each GB in either direction."""
+    public_ipv4_per_hour: float = 0.005
+    """Each public IPv4 address, the Elastic IPs of the NAT gateways included."""
+    cross_az_per_gb: float = 0.01
+    """Data between zones, each direction: a fetcher in a zone without a NAT gateway of its own."""
+    interface_endpoint_per_hour: float = 0.01
+    """An interface VPC endpoint, per zone (the stack builds none: docs/costs.md says why)."""
+    interface_endpoint_per_gb: float = 0.01
+    vended_logs_per_gb: float = 0.50
+    """VPC flow logs delivered to CloudWatch Logs."""
 
 
 US_EAST_1 = PriceList()

@@ -215,6 +215,11 @@ class PageResult:
     archive: ArchiveRef | None = None
     """Where the response this page's records come from is archived: this run's fetch, or, for a carried page,
     the fetch its records come from (``output.archive``; None when it was off)."""
+    proxy: str | None = None
+    """With ``request.proxies``: the proxy that carried the page's answer (its spec name, never its address)."""
+    proxy_tier: int | None = None
+    proxy_failures: tuple[tuple[str, str, bool], ...] = ()
+    """Proxies that failed the page's requests: name, reason, and whether that ejected the proxy for the run."""
 
     @property
     def records(self) -> int:
@@ -297,6 +302,10 @@ class PageResult:
             plain["iv"] = self.interval
         if self.archive is not None:
             plain["a"] = self.archive.to_text()
+        if self.proxy is not None:
+            plain["px"] = [self.proxy, self.proxy_tier]
+        if self.proxy_failures:
+            plain["pf"] = [[name, reason, int(ejected)] for name, reason, ejected in self.proxy_failures]
         return plain
 
     @classmethod
@@ -337,6 +346,9 @@ class PageResult:
             carry_dropped={k: int(v) for k, v in (plain.get("cd") or {}).items()},
             interval=int(plain["iv"]) if plain.get("iv") is not None else None,
             archive=ArchiveRef.from_text(plain["a"]) if plain.get("a") else None,
+            proxy=str(plain["px"][0]) if plain.get("px") else None,
+            proxy_tier=int(plain["px"][1]) if plain.get("px") and plain["px"][1] is not None else None,
+            proxy_failures=tuple((str(n), str(r), bool(int(e))) for n, r, e in plain.get("pf") or ()),
         )
 
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from sluice.domain.egress import POOL_EMPTY, ProxyTally
 from sluice.domain.hosts import blocked_host
 from sluice.domain.pages import BY_SCHEDULE, PageResult, UrlEntry
 from sluice.domain.verdict import RunCounts, TypeCounts
@@ -146,6 +147,10 @@ class RunTally:
     entries: int = 0
     types: dict[str, TypeTally] = field(default_factory=dict)
     """Per page type, for a spec with ``types`` (pages no type takes are counted in the run's totals only)."""
+    proxies: dict[str, ProxyTally] = field(default_factory=dict)
+    """Per proxy of the pool (``request.proxies``): pages carried, requests failed, ejection."""
+    pool_empty: int = 0
+    """Pages that failed because no proxy of the pool was left (:data:`~sluice.domain.egress.POOL_EMPTY`)."""
 
     @classmethod
     def of(cls, seeds: int, entries: Iterable[UrlEntry]) -> RunTally:
@@ -175,6 +180,7 @@ class RunTally:
                 self.not_due_scheduled += result.reason == BY_SCHEDULE
             case "failed":
                 self.failed += 1
+                self.pool_empty += result.reason == POOL_EMPTY
                 self.gone += result.gone
                 self.failures.add(result.reason or "unknown")
             case "skipped":
@@ -189,6 +195,22 @@ class RunTally:
         self.rejected.update(result.rejected)
         if result.type is not None and (result.type in self.types or len(self.types) < MAX_TYPES):
             self.types.setdefault(result.type, TypeTally()).add(result)
+        if result.proxy is not None or result.proxy_failures:
+            self._count_proxies(result)
+
+    def _count_proxies(self, result: PageResult) -> None:
+        """The page's proxy and the proxies that failed it (a pool holds at most 32: no bound needed)."""
+        if result.proxy is not None:
+            carried = self.proxies.setdefault(result.proxy, ProxyTally())
+            carried.pages += 1
+            carried.tier = result.proxy_tier or 0
+        for name, reason, ejected in result.proxy_failures:
+            proxy = self.proxies.setdefault(name, ProxyTally())
+            proxy.failures += 1
+            if ejected and not proxy.ejected:
+                proxy.ejected, proxy.reason = True, reason
+            elif not proxy.ejected:
+                proxy.reason = reason
 
     def _count_blocked(self, reason: str | None) -> None:
         host = blocked_host(reason)
@@ -249,4 +271,6 @@ class RunTally:
             records_before=gone[0] if gone is not None else None,
             records_gone=gone[1] if gone is not None else None,
             blocked={h: (b.reason, b.skipped) for h, b in self.blocked.items()},
+            proxy_pool_empty=self.pool_empty,
+            proxies_ejected={n: p.reason or "" for n, p in self.proxies.items() if p.ejected},
         )

@@ -57,6 +57,10 @@ class RunCounts:
     """Hosts the breaker paused for the run: the breaker's reason and how many of the host's URLs were skipped."""
     by_type: Mapping[str, TypeCounts] = field(default_factory=dict)
     """Per page type of a spec with ``types`` (every type the spec names); empty for a one-type spec."""
+    proxy_pool_empty: int = 0
+    """Pages that failed because every proxy of the pool (``request.proxies``) was ejected."""
+    proxies_ejected: Mapping[str, str] = field(default_factory=dict)
+    """Proxies of the pool ejected for the run, and why."""
 
     @property
     def attempted(self) -> int:
@@ -164,6 +168,8 @@ def judge(
     checks.append(_blocked(counts))
     if counts.by_type:
         checks.extend(_carried(counts, alerts))
+    if counts.proxy_pool_empty or counts.proxies_ejected:
+        checks.append(_proxy_pool(counts))
     if alerts.max_gone_rate is not None and counts.records_gone is not None and counts.records_before:
         gone_rate = counts.records_gone / counts.records_before
         checks.append(
@@ -223,6 +229,18 @@ def _carried(counts: RunCounts, alerts: Alerts) -> list[Check]:
         )
     )
     return [stale, dropped]
+def _proxy_pool(counts: RunCounts) -> Check:
+    """Did the proxy pool run dry? Unhealthy when pages failed for want of a proxy; said when proxies were ejected."""
+    ejected = "; ".join(f"{name}: {why}" for name, why in sorted(counts.proxies_ejected.items()))
+    if not counts.proxy_pool_empty:
+        return Check("proxy_pool", True, 0.0, 0.0, f"proxies ejected, the pool carried on ({ejected})")
+    return Check(
+        "proxy_pool",
+        False,
+        float(counts.proxy_pool_empty),
+        0.0,
+        f"the proxy pool is empty: {counts.proxy_pool_empty} pages failed with no proxy left ({ejected})",
+    )
 
 
 def _truncated(counts: RunCounts, alerts: Alerts, follow: Follow) -> Check:

@@ -25,6 +25,7 @@ from types import TracebackType
 
 import httpx
 
+from sluice.domain.egress import POOL_EMPTY
 from sluice.domain.hosts import host_key, pause_refused
 from sluice.extraction.urls import resolve_link
 from sluice.spec import Politeness
@@ -33,6 +34,7 @@ from .credentials import RequestCredentials
 from .errors import DeferredFetchError, PermanentFetchError, RetryableFetchError, SkipFetch, translate
 from .outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from .politeness import HostBlocked, HostGate, HostPaused
+from .proxies import PROXY_AUTH_REQUIRED, PoolProxy, Route, proxy_failure
 from .retry import RetryRules, parse_retry_after
 from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse, RobotsStore
 from .safety import AddressGuard
@@ -90,10 +92,12 @@ class PageFetcher:
         robots_store: RobotsStore | None = None,
         credentials: RequestCredentials | None = None,
     ) -> None:
-        if transport is not None and credentials is not None and credentials.proxy is not None:
+        if transport is not None and credentials is not None and (credentials.proxy or credentials.proxies):
             raise ValueError("a proxy needs the fetcher's own transport (an injected transport has its own routing)")
         self.politeness = politeness
         self.credentials = credentials
+        self.proxies = credentials.proxies if credentials is not None else None
+        """The spec's proxy pool (``request.proxies``), if any: each request's route, tiers, health."""
         self.robots_store = robots_store
         """Where robots.txt answers are shared with the run's other fetchers (None: this fetcher alone)."""
         self.guard = guard if guard is not None else AddressGuard(allow_loopback)
@@ -177,7 +181,11 @@ class PageFetcher:
         marker = self._block_marker(answer.body)
         if marker is not None:
             why = f"block marker {marker!r} in the page"
-            self.gate.refused(host_key(answer.final_url), why)
+            host = host_key(answer.final_url)
+            if self.proxies is not None and self.proxies.escalate(host) is not None:
+                # The next tier asks again (bounded: a host only moves up, through the pool's few tiers).
+                return await self.fetch(url, validators, max_attempts=max_attempts, retry_sleep_cap=retry_sleep_cap)
+            self.gate.refused(host, why)
             return Failed(url, why, False, answer.status, None, attempts)
         content_type = answer.headers.get("content-type") or "text/html"
         fresh = Validators.from_headers(answer.headers)
@@ -300,8 +308,12 @@ class PageFetcher:
             host = host_key(str(target))
             try:
                 async with self.gate.slot(host, delay, max_wait_s=max_wait_s):
-                    result = await self._exchange(target, host, sent, robots_mode)
+                    result = await self._exchange(target, host, sent, robots_mode, url)
             except HostBlocked as exc:
+                tier = self.proxies.escalate(host) if self.proxies is not None else None
+                if tier is not None:  # the breaker tripped on this tier: the host moves up, its count afresh
+                    self.gate.reprieve(host)
+                    raise RetryableFetchError(f"{exc}; escalated to proxy tier {tier}") from exc
                 raise SkipFetch(str(exc)) from exc
             except HostPaused as exc:
                 raise DeferredFetchError(str(exc), retry_after_s=exc.wait_s) from exc
@@ -312,9 +324,9 @@ class PageFetcher:
         raise PermanentFetchError(f"too many redirects ({self.politeness.max_redirects + 1})")
 
     async def _exchange(
-        self, target: httpx.URL, domain: str, headers: dict[str, str], robots_mode: bool
+        self, target: httpx.URL, domain: str, headers: dict[str, str], robots_mode: bool, page: str
     ) -> _Answer | httpx.URL:
-        """Send one request; returns the answer, or the next URL of a redirect."""
+        """Send one request (for ``page``, the URL asked for); returns the answer, or the next URL of a redirect."""
         wire = self._connection()
         stats = self.stats
         stats.requests += 1
@@ -323,8 +335,11 @@ class PageFetcher:
         try:
             async with asyncio.timeout(self.politeness.timeout_seconds):
                 sent = time.monotonic()
-                reply = await wire.send(target, headers)
+                reply, via = await self._send(wire, target, headers, page)
                 self.gate.touch(domain)
+                if via is not None and self.proxies is not None and self.proxies.answered(page, via, reply.status):
+                    await reply.aclose()  # a 403 another proxy may not give: not the host's refusal (yet)
+                    raise RetryableFetchError(f"http 403 through proxy {via.name}", status=403)
                 after = self._answered(domain, reply, time.monotonic() - sent)
                 try:
                     return await self._read(target, reply, robots_mode, after)
@@ -336,6 +351,38 @@ class PageFetcher:
             raise translate(exc) from exc
         finally:
             stats.in_flight -= 1
+
+    async def _send(
+        self, wire: Wire, target: httpx.URL, headers: dict[str, str], page: str
+    ) -> tuple[Reply, PoolProxy | None]:
+        """Put the request on the wire: through the pool's proxy for the host, if there is a pool.
+
+        A proxy that cannot be reached, is refused by the address guard, or answers 407 is ejected
+        and the next one carries the request at once (the site was not reached); with none left the
+        page fails (:data:`~sluice.domain.egress.POOL_EMPTY`)."""
+        pool = self.proxies
+        if pool is None:
+            return await wire.send(target, headers), None
+        host = host_key(str(target))
+        for _ in range(len(pool.proxies)):
+            chosen = pool.choose(host, page)
+            if chosen is None:
+                break
+            refusal = await self.guard.check(chosen.proxy.url)
+            if refusal is not None:
+                pool.failed(page, chosen, f"address refused: {refusal}")
+                continue
+            try:
+                reply = await wire.send(target, headers, via=chosen.proxy)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError) as exc:
+                pool.failed(page, chosen, proxy_failure(exc))
+                continue
+            if reply.status == PROXY_AUTH_REQUIRED:
+                await reply.aclose()
+                pool.failed(page, chosen, "407 proxy authentication required")
+                continue
+            return reply, chosen
+        raise PermanentFetchError(POOL_EMPTY)
 
     def _answered(self, host: str, reply: Reply, latency_s: float) -> float | None:
         """Tell the gate what the host answered and how fast (the throttle and the breaker live on it);
@@ -401,12 +448,18 @@ class PageFetcher:
         # A host paused for longer than a request's timeout is not waited for here, silently: robots.txt is
         # unreachable for now, and the page goes back to the queue with the reason.
         got = await self._with_retries(url, None, True, None, self.politeness.timeout_seconds)
+        if self.proxies is not None:  # robots.txt has no result of its own: the next page's reports its failures
+            self.proxies.drop_route(url)
         if isinstance(got, Skipped):
             return RobotsResponse(None, error=got.reason, permanent=True)
         if isinstance(got, Failed):
             return RobotsResponse(None, error=got.reason, permanent=not got.retryable)
         answer, _ = got
         return RobotsResponse(answer.status, answer.body)
+
+    def route(self, url: str) -> Route | None:
+        """What ``url``'s fetch went through with a proxy pool (None without one), forgotten once asked."""
+        return self.proxies.take_route(url) if self.proxies is not None else None
 
 
 def _without_credentials(url: httpx.URL) -> httpx.URL:

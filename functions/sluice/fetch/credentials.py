@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
@@ -30,6 +31,9 @@ from sluice.spec.request import (
     origin_of,
     proxy_problem,
 )
+
+if TYPE_CHECKING:
+    from .proxies import ProxyPool
 
 ReadSecret = Callable[[str], Secret]
 """The value of a named secret; raises :class:`~sluice.domain.secrets.SecretUnavailable`."""
@@ -54,6 +58,8 @@ class RequestCredentials:
     private: tuple[tuple[str, Secret], ...] = ()
     """Headers from secrets, the Cookie header, basic auth: sent to the named origins only."""
     proxy: Proxy | None = None
+    proxies: ProxyPool | None = None
+    """``request.proxies``, resolved (:mod:`sluice.fetch.proxies`): a pool instead of one proxy."""
     private_names: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -176,6 +176,12 @@ class HostGate:
         state = self._host(host)
         self._count(host, state, refused=True, why=why)
 
+    def reprieve(self, host: str) -> None:
+        """Lift the breaker's pause and start its count afresh: the host is asked by another route (a proxy tier)."""
+        state = self._host(host)
+        state.blocked_by = None
+        state.counts = RunCounts()
+
     def pause(self, host: str, seconds: float) -> None:
         """No request to ``host`` starts for ``seconds`` (Retry-After): every request of this fetcher waits."""
         state = self._host(host)

@@ -52,8 +52,9 @@ class Reply(Protocol):
 class Wire(Protocol):
     """Sends GETs with the fetcher's fixed headers (User-Agent, Accept-Encoding) plus ``headers``."""
 
-    async def send(self, url: httpx.URL, headers: Mapping[str, str]) -> Reply:
-        """Send a GET to ``url``; raises httpx.HTTPError (or TimeoutError) on failure."""
+    async def send(self, url: httpx.URL, headers: Mapping[str, str], *, via: Proxy | None = None) -> Reply:
+        """Send a GET to ``url`` (through ``via``, a pool's proxy, if given); raises httpx.HTTPError (or
+        TimeoutError) on failure."""
         ...
 
     async def aclose(self) -> None:
@@ -124,8 +125,10 @@ class HttpxWire:
             trust_env=False,
         )
 
-    async def send(self, url: httpx.URL, headers: Mapping[str, str]) -> Reply:
+    async def send(self, url: httpx.URL, headers: Mapping[str, str], *, via: Proxy | None = None) -> Reply:
         """Send a GET through httpx, streaming the answer."""
+        if via is not None:
+            raise ValueError("a proxy needs the fetcher's own transport (an injected transport has its own routing)")
         client = self._client
         response = await client.send(client.build_request("GET", url, headers=headers), stream=True)
         return _HttpxReply(response)
@@ -179,16 +182,13 @@ class AiohttpWire:
         self._session: aiohttp.ClientSession | None = None
         self._base = base_headers(user_agent)
         self._proxy = proxy.url if proxy is not None else None
-        self._proxy_auth = (
-            Secret(aiohttp.encode_basic_auth(proxy.username, proxy.password.reveal() if proxy.password else ""))
-            if proxy is not None and proxy.username is not None
-            else None
-        )
+        self._proxy_auth = _proxy_auth(proxy)
         # httpx.Timeout(t) as httpx-aiohttp hands it to aiohttp; asyncio.timeout in PageFetcher bounds the total
         self._timeout = aiohttp.ClientTimeout(sock_connect=timeout_s, sock_read=timeout_s, connect=timeout_s)
 
-    async def send(self, url: httpx.URL, headers: Mapping[str, str]) -> Reply:
-        """Send a GET; the head is httpx's: Host, the base headers, then ``headers`` (names lower-cased)."""
+    async def send(self, url: httpx.URL, headers: Mapping[str, str], *, via: Proxy | None = None) -> Reply:
+        """Send a GET; the head is httpx's: Host, the base headers, then ``headers`` (names lower-cased).
+        ``via`` (a pool's proxy) stands in for the wire's own proxy for this request."""
         session = self._session
         if session is None:
             session = self._session = self._make_session()
@@ -196,13 +196,14 @@ class AiohttpWire:
         for name, value in headers.items():
             head[name.lower()] = value
         tunnel = None
-        if self._proxy_auth is not None:
+        proxy_url, proxy_auth = (self._proxy, self._proxy_auth) if via is None else (via.url, _proxy_auth(via))
+        if proxy_auth is not None:
             # A plain-http request goes to the proxy whole, so the proxy's credentials are in its head; an
             # https one is tunnelled (CONNECT), and they go on the CONNECT alone, never to the site.
             if url.scheme == "https":
-                tunnel = {"proxy-authorization": self._proxy_auth.reveal()}
+                tunnel = {"proxy-authorization": proxy_auth.reveal()}
             else:
-                head["proxy-authorization"] = self._proxy_auth.reveal()
+                head["proxy-authorization"] = proxy_auth.reveal()
         try:
             with map_aiohttp_exceptions():
                 response = await session.request(
@@ -213,7 +214,7 @@ class AiohttpWire:
                     auto_decompress=False,
                     compress=False,
                     timeout=self._timeout,
-                    proxy=self._proxy,
+                    proxy=proxy_url,
                     proxy_headers=tunnel,
                 ).__aenter__()
         except aiohttp.ClientError as exc:
@@ -225,3 +226,10 @@ class AiohttpWire:
         """Close the session and its pool."""
         if self._session is not None:
             await self._session.close()
+
+
+def _proxy_auth(proxy: Proxy | None) -> Secret | None:
+    """The Proxy-Authorization value for ``proxy``'s credentials (None without a user name), masked."""
+    if proxy is None or proxy.username is None:
+        return None
+    return Secret(aiohttp.encode_basic_auth(proxy.username, proxy.password.reveal() if proxy.password else ""))

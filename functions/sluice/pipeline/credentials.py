@@ -7,8 +7,11 @@ goes anywhere; :class:`~sluice.domain.secrets.SecretUnavailable` names the refer
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sluice.domain.secrets import Secret, SecretUnavailable, checked
 from sluice.fetch.credentials import RequestCredentials, resolve_request
+from sluice.fetch.proxies import resolve_pool
 from sluice.ports import SecretSource
 from sluice.spec import CrawlSpec
 
@@ -26,4 +29,6 @@ def request_credentials(
             known[name] = checked(name, source.read(name))
         return known[name]
 
-    return resolve_request(spec.request, spec.credential_origins(), read)
+    resolved = resolve_request(spec.request, spec.credential_origins(), read)
+    pool = resolve_pool(spec.request, read)
+    return resolved if pool is None else replace(resolved, proxies=pool)

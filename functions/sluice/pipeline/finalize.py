@@ -20,6 +20,7 @@ from typing import Any
 
 from sluice.domain.churn import RecordChurn
 from sluice.domain.cost import US_EAST_1, RunUsage
+from sluice.domain.egress import ProxyTally, egress_of
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally, TypeTally
@@ -176,6 +177,7 @@ def _judge(services: Services, run: RunState, count: _Count, spec: CrawlSpec, st
     summary["records"]["in_catalog_run"] = gone[0] if gone is not None else None
     if stopped is not None:
         summary["stopped"] = stopped
+    summary |= egress_section(spec, tally, tuning.egress_ips)
     if spec.seeds.sitemaps is not None:
         summary["sitemaps"] = load_report(services.objects, crawl, run_id)  # None: the start never read them
     if spec.recrawl is not None:
@@ -315,6 +317,17 @@ def run_summary(
     }
 
 
+def egress_section(spec: CrawlSpec, tally: RunTally, fixed_ips: tuple[str, ...]) -> dict[str, Any]:
+    """The run's route (``egress``) and, with a pool, each proxy's pages, failures and ejection (``proxies``)."""
+    proxies = {p.name: tally.proxies.get(p.name, ProxyTally()) for p in spec.request.proxies}
+    for entry in spec.request.proxies:
+        proxies[entry.name].tier = entry.tier
+    section: dict[str, Any] = {"egress": egress_of(fixed_ips=fixed_ips, proxies=proxies)}
+    if proxies:
+        section["proxies"] = {name: p.to_json() for name, p in proxies.items()}
+    return section
+
+
 def previous_types(services: Services, previous: RunState | None) -> dict[str, int]:
     """The previous finished run's records per page type, from its summary (empty: none, or it had no types)."""
     if previous is None or previous.summary_key is None:
@@ -390,6 +403,8 @@ def emit_metrics(
     }
     if verdict.record_count_ratio is not None:
         values[RunMetric.RECORD_COUNT_RATIO] = verdict.record_count_ratio
+    if tally.proxies:
+        values[RunMetric.PROXIES_EJECTED] = sum(p.ejected for p in tally.proxies.values())
     metrics.add_dimension(CRAWL_DIMENSION, run.crawl)
     for name, value in values.items():
         metrics.add_metric(name=name.value, unit=UNITS[name].value, value=value)

@@ -43,6 +43,8 @@ class Tuning:
     fetcher_memory_mb: int = 512
     finalizer_memory_mb: int = 2048
     """What the stack gives the functions: the run's cost estimate prices their time with it."""
+    egress_ips: tuple[str, ...] = ()
+    """With the stack's ``egress: fixed``, the addresses every request leaves from (a run's summary names them)."""
 
 
 @dataclass(frozen=True)

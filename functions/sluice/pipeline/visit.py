@@ -55,6 +55,7 @@ from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.credentials import RequestCredentials
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
+from sluice.fetch.proxies import with_route
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
 from sluice.pipeline.carried import MapCache, by_link, keep_kids, mark_stale, refresh
@@ -373,6 +374,10 @@ class _RunBatch:
                         carry=task.carry,
                         parent=task.parent if task.carry else None,
                     )
+                    visit.result = with_route(visit.result, fetcher.route(task.url))
+                    for proxy, why, ejected in visit.result.proxy_failures:
+                        if ejected:  # by its spec name and our words: never its address or credentials
+                            logger.warning("proxy ejected", extra={**self.log, "proxy": proxy, "reason": why})
                 if archive is not None and archive.full:  # a batch of large bodies writes more than one file
                     try:
                         await asyncio.to_thread(archive.flush, services.objects)

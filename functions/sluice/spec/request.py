@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from sluice.domain.secrets import local_variable, name_problem
+from sluice.spec.proxies import ProxyPoolSpec, ProxyRotation
 
 MAX_HEADERS = 32
 MAX_COOKIES = 32
@@ -238,6 +239,9 @@ class RequestSpec(_Strict):
     proxy: Value | None = None
     """Every request goes through it: ``http(s)://host:port``, or a reference whose value is such a URL
     (and may carry the proxy's user name and password)."""
+    proxies: ProxyPoolSpec = Field(default_factory=list)
+    """A pool instead of one proxy (:mod:`sluice.spec.proxies`): tiers, rotation, health."""
+    proxy_rotation: ProxyRotation = "sticky"
     origins: list[str] = Field(default_factory=list, max_length=MAX_ORIGINS)
     """Origins (``scheme://host[:port]``) the credentials go to besides the seeds' and listed sitemaps' own."""
 
@@ -309,6 +313,8 @@ class RequestSpec(_Strict):
                 "origins says where credentials go, and the section has none "
                 "(a header from a secret, cookies, basic_auth): remove it"
             )
+        if self.proxy is not None and self.proxies:
+            raise ValueError("give proxy or proxies, not both (one proxy is a pool of one)")
         if self.basic_auth is not None and any(n.lower() == "authorization" for n in self.headers):
             raise ValueError("give basic_auth or an Authorization header, not both (both are the Authorization header)")
         variables: dict[str, str] = {}
@@ -328,11 +334,12 @@ class RequestSpec(_Strict):
     @property
     def configured(self) -> bool:
         """True when requests carry anything beyond the fetcher's own head."""
-        return bool(self.headers or self.cookies or self.basic_auth or self.proxy)
+        return bool(self.headers or self.cookies or self.basic_auth or self.proxy or self.proxies)
 
     def secret_names(self) -> list[str]:
         """Every secret the section names, each once, in the order written (the fetcher's grant is on these)."""
         values: list[str | SecretRef | None] = [*self.headers.values(), *self.cookies.values(), self.proxy]
         if self.basic_auth is not None:
             values += [self.basic_auth.username, self.basic_auth.password]
+        values += [SecretRef(secret=p.secret) for p in self.proxies]
         return list(dict.fromkeys(v.secret for v in values if isinstance(v, SecretRef)))

@@ -21,6 +21,14 @@ class App(Protocol):
 
     def finished(self, request: Request, status: int) -> None: ...
 
+    def connected(self) -> None:
+        """A connection was opened (a flow, as a VPC's flow log would record it)."""
+        ...
+
+    def transferred(self, received: int, sent: int) -> None:
+        """Bytes that crossed the wire: what a NAT gateway in front of the crawler would process."""
+        ...
+
 
 class HttpProtocol(asyncio.Protocol):
     """One connection; answers whole-body responses inline and runs the others as a task."""
@@ -38,6 +46,7 @@ class HttpProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
         self._connections.add(self)
+        self._app.connected()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -56,6 +65,7 @@ class HttpProtocol(asyncio.Protocol):
             self._process()
 
     def data_received(self, data: bytes) -> None:
+        self._app.transferred(len(data), 0)
         self._buf += data
         if self._task is None and not self._write_paused:
             self._process()
@@ -109,6 +119,7 @@ class HttpProtocol(asyncio.Protocol):
     def _write(self, data: bytes) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.write(data)
+            self._app.transferred(0, len(data))
 
     def _send(self, request: Request, response: Response) -> None:
         body = b"" if response.status in _NO_BODY else response.body

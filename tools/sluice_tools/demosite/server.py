@@ -116,6 +116,14 @@ class DemoSite:
             return self._delayed(request, config, latency)
         return self._route(request, config)
 
+    def connected(self) -> None:
+        """A connection opened, counted in the stats."""
+        self.stats.transferred(0, 0, connection=True)
+
+    def transferred(self, received: int, sent: int) -> None:
+        """Bytes the protocol read or wrote on a connection, counted in the stats."""
+        self.stats.transferred(received, sent)
+
     def finished(self, request: Request, status: int) -> None:
         """Called by the protocol once the answer was written or the connection dropped."""
         seq = self._seqs.pop(id(request), None)

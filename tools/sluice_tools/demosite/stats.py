@@ -50,6 +50,19 @@ class DemoStats:
         self._begun: dict[int, tuple[float, int]] = {}
         self._log: deque[_Row] = deque(maxlen=log_limit)
         self._seq = 0
+        self.bytes_received = 0
+        """Bytes read off the site's connections: the crawler's request heads."""
+        self.bytes_sent = 0
+        """Bytes written to them: heads and bodies as sent (compressed, chunked)."""
+        self.connections = 0
+        """Connections opened (keep-alive reuses one for many requests)."""
+
+    def transferred(self, received: int, sent: int, *, connection: bool = False) -> None:
+        """Count bytes on the wire, both ways (and a connection opened)."""
+        with self._lock:
+            self.bytes_received += received
+            self.bytes_sent += sent
+            self.connections += connection
 
     def begin(self, request: Request) -> int:
         """Count a request in; returns its sequence number (pass it to `end`)."""
@@ -114,6 +127,9 @@ class DemoStats:
             self.min_gap_ms_by_host = {}
             self._last_start = {}
             self._log.clear()
+            self.bytes_received = 0
+            self.bytes_sent = 0
+            self.connections = 0
 
     def count(self, path: str) -> int:
         """Requests seen for `path` (no query string) since the last reset."""
@@ -137,6 +153,9 @@ class DemoStats:
                 "max_in_flight_by_host": dict(self.max_in_flight_by_host),
                 "requests_by_path": dict(self.requests_by_path),
                 "min_gap_ms_by_host": {h: round(g, 3) for h, g in self.min_gap_ms_by_host.items()},
+                "bytes_received": self.bytes_received,
+                "bytes_sent": self.bytes_sent,
+                "connections": self.connections,
             }
         if with_log:
             data["log"] = [asdict(r) for r in self.records()]

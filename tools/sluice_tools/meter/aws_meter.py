@@ -93,8 +93,10 @@ class AwsMeter:
             up = measured.payload_bytes if operation in _UPLOADS else 0
             down = int(response.get("ContentLength", 0)) if operation == "GetObject" else 0
         elif service == "sqs":
-            payload = measured.payload_bytes + _sqs_response_payload(operation, response)
+            received = _sqs_response_payload(operation, response)
+            payload = measured.payload_bytes + received
             billed = max(1, math.ceil(payload / SQS_BILLED_CHUNK))
+            up, down = measured.payload_bytes, received
         name = f"{service}.{operation}"
         with self._lock:
             op = self._operations.get(name, OperationTally())

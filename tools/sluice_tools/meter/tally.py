@@ -20,9 +20,9 @@ class OperationTally:
     billed_requests: int = 0
     """Requests as billed: SQS counts each 64 KB chunk of a payload as one; other services bill each call."""
     bytes_up: int = 0
-    """S3 object bytes uploaded (PutObject and UploadPart bodies)."""
+    """S3 object bytes uploaded (PutObject and UploadPart bodies); SQS message bodies and attributes sent."""
     bytes_down: int = 0
-    """S3 object bytes downloaded (GetObject ContentLength)."""
+    """S3 object bytes downloaded (GetObject ContentLength); SQS message bodies and attributes received."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,11 @@ class Tally:
     @property
     def rru(self) -> float:
         return sum(op.rru for op in self.of("dynamodb").values())
+
+    @property
+    def sqs_bytes(self) -> int:
+        """SQS message payload sent and received: what crosses NAT to SQS with egress: fixed (no endpoint)."""
+        return sum(op.bytes_up + op.bytes_down for op in self.of("sqs").values())
 
     @property
     def s3_bytes_up(self) -> int:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from sluice.adapters.aws.clients import client
 from sluice.adapters.local.secrets import EnvSecrets
 from sluice.domain.secrets import SecretUnavailable, checked, is_ssm, ssm_parameter
-from sluice.fetch.credentials import RequestCredentials, resolve_request
+from sluice.fetch.credentials import RequestCredentials
+from sluice.pipeline.credentials import request_credentials
 from sluice.spec import CrawlSpec
 
 
@@ -39,7 +40,7 @@ def local_credentials(spec: CrawlSpec, source: EnvSecrets | None = None) -> Requ
     if problems:
         raise MissingSecrets(problems)
     try:
-        return resolve_request(spec.request, spec.credential_origins(), lambda name: checked(name, source.read(name)))
+        return request_credentials(spec, source)  # as the pipeline's fetchers resolve it, proxy pool included
     except SecretUnavailable as exc:
         raise MissingSecrets([exc]) from None
 

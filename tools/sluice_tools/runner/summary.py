@@ -60,6 +60,7 @@ def as_json(run: LocalRun) -> dict[str, Any]:
         "previous_run": s["previous_run"],
         "sitemaps": s.get("sitemaps"),
         "cost": s.get("cost"),
+        **{k: s[k] for k in ("egress", "proxies") if k in s},
         "outputs": run.outputs,
         "notes": run.notes,
     }
@@ -125,6 +126,29 @@ def type_lines(types: dict[str, Any]) -> list[str]:
     return lines
 
 
+def egress_lines(summary: dict[str, Any]) -> list[str]:
+    """The route the run's requests took (direct, the stack's fixed addresses, or proxies by tier), and each
+    proxy of a pool: pages, failures, and why it was ejected. Nothing for a summary from before routes were kept."""
+    egress = summary.get("egress")
+    if egress is None:
+        return []
+    match egress["route"]:
+        case "fixed":
+            lines = [f"  egress   fixed address: {', '.join(egress['addresses'])}"]
+        case "proxies":
+            tiers = ", ".join(f"tier {t} {n} page(s)" for t, n in egress["pages_by_tier"].items())
+            via = f", from {', '.join(egress['via'])}" if egress.get("via") else ""
+            lines = [f"  egress   proxies: {tiers}{via}"]
+        case _:
+            lines = ["  egress   direct: no fixed address, no proxy"]
+    for name, p in (summary.get("proxies") or {}).items():
+        state = (
+            f", ejected: {p['reason']}" if p["ejected"] else (f", last failure: {p['reason']}" if p["reason"] else "")
+        )
+        lines.append(f"  proxy    {name} (tier {p['tier']}): {p['pages']} page(s), {p['failures']} failure(s){state}")
+    return lines
+
+
 def as_text(run: LocalRun) -> str:
     s = run.summary
     p, r, v = s["pages"], s["records"], s["verdict"]
@@ -137,6 +161,7 @@ def as_text(run: LocalRun) -> str:
         f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
     ]
     lines += type_lines(s.get("types") or {})
+    lines += egress_lines(s)
     limits = s.get("limits")
     if limits:
         pages_limit, depth_limit = limits["max_pages"], limits["max_depth"]
