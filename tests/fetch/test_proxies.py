@@ -9,17 +9,18 @@ import pytest
 
 from sluice.domain.egress import POOL_EMPTY
 from sluice.domain.secrets import Secret, SecretUnavailable
-from sluice.extraction.urls import Scope
 from sluice.fetch import AddressGuard, Failed, Fetched, PageFetcher
 from sluice.fetch.credentials import RequestCredentials, resolve_request
 from sluice.fetch.proxies import ProxyPool, resolve_pool
 from sluice.spec import Politeness, RequestSpec, SpecError, parse_spec
+from sluice.spec.request import Origin
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.demosite.forward_proxy import RunningProxy, refusing_address, running_proxy
 
 pytestmark = pytest.mark.anyio
 
-SCOPE = Scope(frozenset({"127.0.0.1"}), frozenset())
+ORIGINS: frozenset[Origin] = frozenset()
+"""No origin takes credentials here: these tests are about the proxies, whose own credentials are apart."""
 PASSWORDS = {"works": "test-pool-works-pw", "walls": "test-pool-walls-pw", "refuses": "test-pool-refuses-pw"}
 
 
@@ -47,7 +48,7 @@ def _pool(section: RequestSpec, urls: dict[str, str]) -> ProxyPool:
 
 
 def _fetcher(pool: ProxyPool, **politeness: Any) -> PageFetcher:
-    creds = RequestCredentials(SCOPE, proxies=pool)
+    creds = RequestCredentials(ORIGINS, proxies=pool)
     rules = {"obey_robots": False, "timeout_seconds": 5, "retry": {"times": 2, "backoff_base_seconds": 0.01}}
     return PageFetcher(
         Politeness.model_validate(rules | politeness), guard=AddressGuard(allow_loopback=True), credentials=creds
@@ -184,7 +185,7 @@ def test_a_spec_with_a_pool_validates(site: RunningDemoSite) -> None:
 
 
 def test_resolving_the_request_section_leaves_a_pool_to_its_own_resolver() -> None:
-    creds = resolve_request(_section(_entry("a")), SCOPE, lambda name: Secret("http://127.0.0.1:1"))
+    creds = resolve_request(_section(_entry("a")), ORIGINS, lambda name: Secret("http://127.0.0.1:1"))
     assert (creds.proxy, creds.proxies) == (None, None)
 
 

@@ -229,6 +229,8 @@ def _carried(counts: RunCounts, alerts: Alerts) -> list[Check]:
         )
     )
     return [stale, dropped]
+
+
 def _proxy_pool(counts: RunCounts) -> Check:
     """Did the proxy pool run dry? Unhealthy when pages failed for want of a proxy; said when proxies were ejected."""
     ejected = "; ".join(f"{name}: {why}" for name, why in sorted(counts.proxies_ejected.items()))
