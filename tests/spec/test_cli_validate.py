@@ -137,3 +137,21 @@ def test_a_seed_file_of_many_bad_lines_names_the_first_twenty_and_counts_the_res
     assert named[0].strip().startswith("seeds.file books-seeds.txt line 2: 'ftp://books.example/0'")
     assert named[-1].strip().startswith("seeds.file books-seeds.txt line 21: ")
     assert "and 5 more bad line(s)" in err
+
+
+def test_a_type_an_earlier_type_always_takes_is_warned_of(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """main said nothing: the later type's extract never ran, its records_nonzero check failed every night."""
+    fields = {"extract": {"fields": {"title": "h1"}}}
+    types = {
+        "any": {"pages": "/catalogue/", **fields},  # the spec is written with its keys sorted: "any" comes first
+        "book": {"pages": "/catalogue/", "via": ["books"], **fields},  # "any" takes every page it could
+        "listing": {"pages": "/list/", **fields, "follow": {"books": {"selectors": ["a"]}}},
+    }
+    spec = {k: v for k, v in SPEC.items() if k != "extract"} | {"types": types}
+    assert main(["validate", str(write(tmp_path, spec))]) == 0
+    out = capsys.readouterr().out
+    assert "warning: types.book can never match: types.any, earlier in the spec, takes every page it could" in out
+    assert "types.listing can never" not in out
+    types["book"]["pages"] = "/catalogue/books/"  # a pattern of its own: it may match where page does not... and
+    assert main(["validate", str(write(tmp_path, spec))]) == 0
+    assert "warning" not in capsys.readouterr().out  # ...validate does not guess at patterns

@@ -60,6 +60,8 @@ def _validate(args: argparse.Namespace) -> int:
             f"ok: {path} (crawl {spec.name!r}, {seeds}, {reach}, "
             f"{len(field_names(spec))} field(s){types}, schedule {spec.schedule or 'none'}{again})"
         )
+        for warning in spec.shadowed_types():
+            print(f"  warning: {warning}")
     return status
 
 

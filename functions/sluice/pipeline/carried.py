@@ -38,7 +38,7 @@ READERS = 8
 CACHED_MAPS = 16
 """Maps of linking pages a container keeps (a listing of 10,000 cards is about 600 KB of JSON)."""
 
-NOT_VISITED = "linking page not visited yet"
+NOT_VISITED = "linking page not visited before it (or not in the run)"
 FAILED = "linking page failed"
 NOT_READ = "linking page not read"
 UNREADABLE = "carried data unreadable"

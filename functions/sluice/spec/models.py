@@ -636,6 +636,24 @@ class CrawlSpec(_Strict):
             return name
         return None
 
+    def shadowed_types(self) -> list[str]:
+        """A warning per type that can never be a page's type: an earlier type takes every page it could (its
+        ``pages`` pattern is none or the same, its ``via`` none or holding all the later type's). Types are tried
+        in spec order (:meth:`page_type`), so the later one's extract would never run."""
+        warnings = []
+        kinds = list((self.types or {}).items())
+        for i, (name, kind) in enumerate(kinds):
+            for earlier_name, earlier in kinds[:i]:
+                pages = earlier.pages is None or earlier.pages == kind.pages
+                via = not earlier.via or (bool(kind.via) and set(kind.via) <= set(earlier.via))
+                if pages and via:
+                    warnings.append(
+                        f"types.{name} can never match: types.{earlier_name}, earlier in the spec, takes every page "
+                        "it could (types are tried in order; put the narrower type first)"
+                    )
+                    break
+        return warnings
+
     def extracts(self) -> dict[str | None, Extract]:
         """Each page type's extract, by type name; a one-type spec's is under None."""
         if self.types is None:
