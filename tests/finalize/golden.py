@@ -52,12 +52,12 @@ def lines(services: Services, crawl: str, run_id: str) -> dict[str, Any]:
     return {"count": len(out), "sha256": hashlib.sha256(joined).hexdigest()}
 
 
-def capture(folder: Path, tuning: Tuning = Tuning(), pages: int = PAGES) -> dict[str, Any]:
+def capture(folder: Path, tuning: Tuning | None = None, pages: int = PAGES) -> dict[str, Any]:
     specs = folder / "crawls"
     synthetic.write_spec(specs)
     store = LocalStore.open(folder / "state")
     try:
-        wired = services(store, specs, tuning)
+        wired = services(store, specs, tuning or Tuning())
         first = synthetic.write_run(store, pages)
         done = finalize_run(synthetic.CRAWL, first, wired)
         assert done is not None, "the first synthetic run did not finalize"
@@ -79,4 +79,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         captured = capture(Path(tmp))
     GOLDEN.write_text(json.dumps(captured, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {GOLDEN.name}: " + ", ".join(f"{k} {v['lines']['count']} lines" for k, v in captured.items()), file=sys.stderr)
+    print(
+        f"wrote {GOLDEN.name}: " + ", ".join(f"{k} {v['lines']['count']} lines" for k, v in captured.items()),
+        file=sys.stderr,
+    )
