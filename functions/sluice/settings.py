@@ -45,6 +45,11 @@ class Settings(BaseModel):
     """Receives a fetcher may add to a batch of few hosts (``sluice.pipeline.visit._pack``); 0 turns packing off."""
     fetcher_memory_mb: int = Field(default=512, ge=128, le=10_240)
     finalizer_memory_mb: int = Field(default=2048, ge=128, le=10_240)
+    finalize_queue_url: str = ""
+    """The finalize shard tasks' queue (empty: shard tasks run on a thread pool in the finalizer itself)."""
+    finalize_shard_pages: int = Field(default=50_000, ge=1, le=10_000_000)
+    finalize_max_shards: int = Field(default=4096, ge=1, le=65_536)
+    finalize_attempts: int = Field(default=3, ge=1, le=100)
 
     def tuning(self) -> Tuning:
         return Tuning(
@@ -59,6 +64,9 @@ class Settings(BaseModel):
             pack_receives=self.pack_receives,
             fetcher_memory_mb=self.fetcher_memory_mb,
             finalizer_memory_mb=self.finalizer_memory_mb,
+            finalize_shard_pages=self.finalize_shard_pages,
+            finalize_max_shards=self.finalize_max_shards,
+            finalize_attempts=self.finalize_attempts,
         )
 
     @classmethod

@@ -43,13 +43,13 @@ def stable(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def lines(services: Services, crawl: str, run_id: str) -> dict[str, Any]:
-    """The run's output lines, sorted: how many, and their SHA-256 (the golden file stays small)."""
+    """The run's output lines, sorted: how many, and their SHA-256 (the golden file stays small); its files."""
     manifest = json.loads(services.objects.get(manifest_key(crawl, run_id)) or b"{}")
     out: list[str] = []
     for file in manifest["files"]:
         out += (services.objects.get(file["key"]) or b"").decode().splitlines()
     joined = "\n".join(sorted(out)).encode()
-    return {"count": len(out), "sha256": hashlib.sha256(joined).hexdigest()}
+    return {"count": len(out), "sha256": hashlib.sha256(joined).hexdigest(), "files": len(manifest["files"])}
 
 
 def capture(folder: Path, tuning: Tuning | None = None, pages: int = PAGES) -> dict[str, Any]:

@@ -18,10 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Protocol
 
-from sluice.adapters.local import LocalStore
 from sluice.domain.layout import part_key
 from sluice.domain.pages import PageResult, PartBlock, RecordCounts, digest
+from sluice.ports import Frontier, ObjectStore, RunLedger
 
 CRAWL = "synthetic"
 PAGES_PER_PART = 100
@@ -52,6 +53,19 @@ class Shape:
     """Nightly: of each ten pages, seven carried (304), two changed, one gone (404)."""
 
 
+class Stores(Protocol):
+    """Where a run lives: a local store, or any pipeline's services (the AWS adapters on moto, in tests)."""
+
+    @property
+    def ledger(self) -> RunLedger: ...
+
+    @property
+    def frontier(self) -> Frontier: ...
+
+    @property
+    def objects(self) -> ObjectStore: ...
+
+
 def write_spec(specs_dir: Path) -> None:
     specs_dir.mkdir(parents=True, exist_ok=True)
     (specs_dir / f"{CRAWL}.yaml").write_text(SPEC, encoding="utf-8")
@@ -77,7 +91,7 @@ def _content(line: bytes) -> bytes:
 
 
 def write_run(
-    store: LocalStore, pages: int, *, night: int = 1, catalog_run: str | None = None, shape: Shape = Shape()
+    store: Stores, pages: int, *, night: int = 1, catalog_run: str | None = None, shape: Shape = Shape()
 ) -> str:
     """Open a run of ``pages`` seeds, write every page's result and part, and mark it seeded; its id.
 
@@ -92,9 +106,7 @@ def write_run(
     return run.run_id
 
 
-def _batch(
-    store: LocalStore, run_id: str, numbers: range, pages: int, night: int, shape: Shape
-) -> Iterator[PageResult]:
+def _batch(store: Stores, run_id: str, numbers: range, pages: int, night: int, shape: Shape) -> Iterator[PageResult]:
     part_id = f"synthetic-{night}-{numbers.start:09d}"
     body = bytearray()
     for n in numbers:

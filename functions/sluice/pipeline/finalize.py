@@ -35,7 +35,7 @@ from sluice.domain.runs import RunState
 from sluice.domain.shards import RunTooLarge, shard_count
 from sluice.domain.tally import RunTally, TypeTally, merge, run_tally_from_plain
 from sluice.domain.verdict import RunCounts, Verdict, judge
-from sluice.messages import UrlTask
+from sluice.messages import ShardTask, UrlTask
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
 from sluice.pipeline.finalize_shards import KEYS, SCAN, WRITE, Attempt, index_rows, results, run_task
@@ -181,6 +181,26 @@ def shard_completed(services: Services, attempt: Attempt, phase: str, index: int
     if runner is None or not runner.done(attempt.as_plain(), phase, index, attempt.count):
         return None
     return _drive(services, attempt, _next(services, attempt, phase))
+
+
+def queued_shard(services: Services, task: ShardTask, *, last_try: bool) -> Finalized | None:
+    """One queued shard task: run it, record it done, and move the attempt on if it completed its phase.
+
+    A task failing on its queue's last receive ends the run failed (its reason in the summary) rather than
+    leaving it to the dead-letter queue and the sweep; an earlier failure is raised, so the queue retries it."""
+    attempt = Attempt.from_plain(task.attempt_plain())
+    run = services.ledger.get_run(attempt.crawl, attempt.run_id)
+    if run is None or run.status == "finished":
+        return None  # a task of an attempt the run no longer needs
+    try:
+        run_task(services, run, services.spec(attempt.crawl), attempt, task.phase, task.shard)
+    except Exception as exc:
+        if not last_try:
+            raise
+        logger.exception("finalize shard failed on its last try", extra={"crawl": run.crawl, "run_id": run.run_id})
+        tries = services.tuning.max_receive_count
+        return fail_run(services, run, shard_failure(task.phase, task.shard, attempt.count, tries, exc))
+    return shard_completed(services, attempt, task.phase, task.shard)
 
 
 def _next(services: Services, attempt: Attempt, phase: str) -> str | None:
