@@ -221,7 +221,8 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "| dashboard | 1 (its Logs Insights table of blocked hosts scans the fetcher's logs when viewed, "
         "$0.005 per GB) | $3.00 |",
         "| alarm topic key | 1 KMS key | $1.00 |",
-        "| idle queue polling | each event source (frontier, finalize shards) long-polls (20 s): about 5 pollers × 3 a minute "
+        "| idle queue polling | each event source (frontier, finalize shards) long-polls (20 s): "
+        "about 5 pollers × 3 a minute "
         f"| ≈ ${POLLING_USD:.2f} |",
         "| tables, queues, schedules, functions, Glue tables, Athena workgroup at rest | | $0 |",
         f"| **total for one scheduled crawl** | | **≈ ${fixed_usd:.2f}** |",
