@@ -49,7 +49,9 @@ def aws_services(
         records=DynamoRecords(settings.records_table) if settings.records_table else None,
         secrets=AwsSecrets(),
         finalize_shards=(
-            SqsShardTasks(settings.finalize_queue_url, settings.ledger_table) if settings.finalize_queue_url else None
+            SqsShardTasks(settings.finalize_queue_url, settings.ledger_table, ttl_days=settings.claim_ttl_days)
+            if settings.finalize_queue_url
+            else None
         ),
         specs_dir=settings.specs_dir,
         finalize_later=finalize_later,

@@ -38,7 +38,7 @@ from sluice.domain.verdict import RunCounts, Verdict, judge
 from sluice.messages import ShardTask, UrlTask
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
-from sluice.pipeline.finalize_shards import KEYS, SCAN, WRITE, Attempt, index_rows, results, run_task
+from sluice.pipeline.finalize_shards import KEYS, SCAN, WRITE, Attempt, index_rows, prepare, results, run_task
 from sluice.pipeline.output import OutputPlan, OutputSummary, write_index_and_manifest
 from sluice.pipeline.services import Services
 from sluice.pipeline.sitemapseeds import load_report
@@ -204,7 +204,15 @@ def queued_shard(services: Services, task: ShardTask, *, last_try: bool) -> Fina
 
 
 def _next(services: Services, attempt: Attempt, phase: str) -> str | None:
-    """What follows a phase whose every shard is done: the next phase, the combine, or nothing (not yet)."""
+    """What follows a phase whose every shard is done: the next phase (its index of inputs written), the
+    combine, or nothing (not yet)."""
+    following = _following(services, attempt, phase)
+    if following in (KEYS, WRITE):
+        prepare(services.objects, attempt, following)
+    return following
+
+
+def _following(services: Services, attempt: Attempt, phase: str) -> str | None:
     if phase == SCAN:
         if attempt.force:
             return KEYS
@@ -230,6 +238,9 @@ def _next(services: Services, attempt: Attempt, phase: str) -> str | None:
             return None
         if not services.ledger.begin_finalizing(attempt.crawl, attempt.run_id):
             return None
+        run = services.ledger.get_run(attempt.crawl, attempt.run_id)
+        if run is not None:
+            _record_attempt(services, run, attempt.attempt)  # finalizing from here: it counts as an attempt
         return WRITE
     return DONE
 
@@ -276,6 +287,8 @@ def rebuild_output(services: Services, run: RunState, spec: CrawlSpec, *, stoppe
     count = shard_count(pages, services.tuning.finalize_shard_pages, services.tuning.finalize_max_shards)
     attempt = Attempt(run.crawl, run.run_id, f"rebuild-{int(time.time())}-{uuid.uuid4().hex[:6]}", count, True, stopped)
     for phase in (SCAN, KEYS, WRITE):
+        if phase != SCAN:
+            prepare(services.objects, attempt, phase)
         run_inline(services, run, spec, attempt, phase)
     return _judge(services, run, spec, attempt)
 

@@ -145,6 +145,7 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
     ]
     services.objects.put(attempt.key(SCAN, shard.index, "bin"), _sectioned(_SCAN_MAGIC, sections), _BINARY)
     result = {
+        "spans": _spans(_SCAN_MAGIC, sections),
         "tally": tally.to_plain(counted),
         "usage": usage.as_plain(),
         "entries": counted.entries,
@@ -186,8 +187,14 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
     holders: dict[int, list[tuple[bytes, int]]] = defaultdict(list)
     after: set[int] = set()
     before: list[int] = []
+    row = services.objects.get_range(
+        _index_key(attempt, KEYS), section.index * attempt.count * _SPAN.size, attempt.count * _SPAN.size
+    )
     for shard in attempt.shards():
-        data = _section(services.objects, attempt.key(SCAN, shard.index, "bin"), _SCAN_MAGIC, section.index + 1)
+        offset, length = _SPAN.unpack_from(row, shard.index * _SPAN.size)
+        data = services.objects.get_range(attempt.key(SCAN, shard.index, "bin"), offset, length) if length else b""
+        if not data:
+            continue
         n_out, n_after = _COUNT.unpack_from(data)[0], _COUNT.unpack_from(data, _COUNT.size)[0]
         at = 2 * _COUNT.size
         for digest, where in _OUTPUT_KEY.iter_unpack(data[at : at + n_out * _OUTPUT_KEY.size]):
@@ -211,6 +218,7 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
     sections = [b"".join(_DIGEST.pack(d) for d in sorted(set(ds))) for ds in drops]
     services.objects.put(attempt.key(KEYS, section.index, "bin"), _sectioned(_KEYS_MAGIC, sections), _BINARY)
     result = {
+        "spans": _spans(_KEYS_MAGIC, sections),
         "previous": previous,
         "gone": gone,
         "entries": entries,
@@ -229,8 +237,9 @@ def _write(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt,
     objects = services.objects
     blocks, missing = _read_plan(_section(objects, attempt.key(SCAN, shard.index, "bin"), _SCAN_MAGIC, 0))
     drops: set[bytes] = set()
-    for section in range(attempt.count):
-        data = _section(objects, attempt.key(KEYS, section, "bin"), _KEYS_MAGIC, shard.index)
+    where = json.loads(objects.get(_index_key(attempt, WRITE)) or b"{}").get(str(shard.index), [])
+    for section, offset, length in where:  # only the key sections that tell this shard to drop something
+        data = objects.get_range(attempt.key(KEYS, int(section), "bin"), int(offset), int(length))
         drops.update(data[i : i + DIGEST_BYTES] for i in range(0, len(data), DIGEST_BYTES))
     plan = OutputPlan(run.crawl, run.run_id, run.catalog_run, typed=spec.types is not None)
     reading = Reading(services.tuning.output_span_bytes, services.tuning.output_readers)
@@ -255,6 +264,39 @@ def results(objects: ObjectStore, attempt: Attempt, phase: str) -> Iterator[dict
 def index_rows(objects: ObjectStore, attempt: Attempt) -> Iterator[bytes]:
     for index in range(attempt.count):
         yield objects.get(attempt.key(WRITE, index, "index")) or b""
+
+
+def prepare(objects: ObjectStore, attempt: Attempt, phase: str) -> None:
+    """Before a phase starts, one index of where each of its tasks' inputs are in the previous phase's objects.
+
+    A keys task then reads one row of ``keys.index`` (where its section is in every scan object) instead of
+    every scan object's head; a write task reads ``write.index`` (which keys objects hold digests it drops,
+    and where) instead of every keys object's head: at 256 shards, 65,000 reads a run fewer."""
+    if phase == KEYS:
+        spans = [result["spans"][1:] for result in results(objects, attempt, SCAN)]  # [shard][section]
+        rows = b"".join(_SPAN.pack(*spans[s][k]) for k in range(attempt.count) for s in range(attempt.count))
+        objects.put(_index_key(attempt, KEYS), rows, _BINARY)
+    elif phase == WRITE:
+        where: dict[str, list[list[int]]] = {}
+        for section, result in enumerate(results(objects, attempt, KEYS)):
+            for shard, (offset, length) in enumerate(result["spans"]):
+                if length:
+                    where.setdefault(str(shard), []).append([section, offset, length])
+        objects.put(_index_key(attempt, WRITE), json.dumps(where).encode(), _JSON)
+
+
+def _index_key(attempt: Attempt, phase: str) -> str:
+    return f"{finalize_prefix(attempt.crawl, attempt.run_id, attempt.attempt)}{phase}.index"
+
+
+def _spans(magic: bytes, sections: list[bytes]) -> list[list[int]]:
+    """Each section's (offset, length) in the object :func:`_sectioned` makes of them."""
+    at = len(magic) + _COUNT.size + len(sections) * _SPAN.size
+    spans = []
+    for section in sections:
+        spans.append([at, len(section)])
+        at += len(section)
+    return spans
 
 
 _BINARY, _JSON = "application/octet-stream", "application/json"

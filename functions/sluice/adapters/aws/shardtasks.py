@@ -12,6 +12,7 @@ that completed it died right after) moves it on itself.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 
 from botocore.exceptions import ClientError
@@ -24,8 +25,8 @@ _SEND_BATCH = 10
 
 
 class SqsShardTasks:
-    def __init__(self, queue_url: str, table: str) -> None:
-        self.queue_url, self.table = queue_url, table
+    def __init__(self, queue_url: str, table: str, *, ttl_days: int = 15) -> None:
+        self.queue_url, self.table, self.ttl_s = queue_url, table, ttl_days * 86400
 
     def start(self, attempt: Mapping[str, object], phase: str) -> None:
         sqs = client("sqs")
@@ -47,9 +48,13 @@ class SqsShardTasks:
             answer = db.update_item(
                 TableName=self.table,
                 Key=key,
-                UpdateExpression="ADD done :s",
+                UpdateExpression="ADD done :s SET t = :t",  # t: the table's expiry, as the run's URLs have
                 ConditionExpression="attribute_not_exists(done) OR NOT contains(done, :n)",
-                ExpressionAttributeValues={":s": {"NS": [str(shard)]}, ":n": {"N": str(shard)}},
+                ExpressionAttributeValues={
+                    ":s": {"NS": [str(shard)]},
+                    ":n": {"N": str(shard)},
+                    ":t": {"N": str(int(time.time()) + self.ttl_s)},
+                },
                 ReturnValues="ALL_NEW",
             )
             item = from_item(answer["Attributes"])
