@@ -212,8 +212,11 @@ def test_a_table_the_role_does_not_name_is_refused(granted: GrantedStack) -> Non
 
 
 def test_a_first_and_a_nightly_run_need_nothing_the_roles_do_not_grant(granted: GrantedStack) -> None:
+    # Finalize shards of one page: the runs are finalized by queued shard tasks, each with the finalizer's role.
+    granted.settings = granted.settings.model_copy(update={"finalize_shard_pages": 1})
     first = granted.run()
     assert first["status"] == "finished"
+    assert first["finalize_shards"] == 4  # queued shard tasks, sent, polled and run with the finalizer's role
     assert first["pages"]["fetched"] == 3
     assert first["records"]["total"] == 60
     nightly = granted.run()  # conditional requests, records carried from the first run's output

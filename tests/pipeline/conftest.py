@@ -110,8 +110,8 @@ def books_spec(
 SpecData = Callable[..., dict[str, Any]]
 
 
-FINALIZE_SHARD_PAGES = 10
-"""Pages a finalize shard holds in these tests: a run of 20 pages is finalized by 2 shards, of 100 by 16, so every
+FINALIZE_SHARD_PAGES = 30
+"""Pages a finalize shard holds in these tests: a run of 100 pages is finalized by 4 shards, one of 500 by 32, so every
 behavioural test also checks that shards combine into what one finalizer would write."""
 
 

@@ -120,11 +120,14 @@ def _begin(services: Services, run: RunState, *, force: bool, stopped: str | Non
 
 
 def _drive(services: Services, attempt: Attempt, phase: str | None) -> Finalized | None:
-    """Run the attempt's phases in order here (on a thread pool), or start the next on queued shard tasks."""
+    """Run the attempt's phases in order here (on a thread pool), or start the next on queued shard tasks.
+
+    A run of one shard (at most ``finalize_shard_pages`` pages) is finalized here, queue or not: its one
+    task a phase is this invocation's own work, and a start that closes a small run finds it closed."""
     while phase is not None:
         if phase == DONE:
             return _combine(services, attempt)
-        if services.finalize_shards is not None:
+        if services.finalize_shards is not None and attempt.count > 1:
             services.finalize_shards.start(attempt.as_plain(), phase)
             logger.info(
                 "finalize phase started",
