@@ -287,6 +287,36 @@ DOC = Path("docs/benchmarks.md")
 SECTION = "## Finalizing in shards (synthetic runs)"
 
 
+BASELINE_MB = 90.0
+"""A fresh interpreter with the pipeline imported, before a task's work (what every task's peak includes)."""
+
+
+def _extrapolated(largest: dict[str, Any]) -> str:
+    """The largest run's worst task, per page of its shard, carried to a million and ten million pages."""
+    worst = max((p for run in ("first", "nightly") for p in largest[run]["phases"]), key=lambda p: p["peak_rss_mb"])
+    slowest = max(p["slowest_task_s"] for run in ("first", "nightly") for p in largest[run]["phases"])
+    pages = largest["first"]["pages"] / largest["first"]["shards"]
+    per_page_kb = (worst["peak_rss_mb"] - BASELINE_MB) * 1024 / pages
+    lines = [
+        f"\nThe worst task above ({worst['phase']}, {pages:,.0f} pages a shard) peaked at"
+        f" {worst['peak_rss_mb']:.0f} MB:"
+        f" about {per_page_kb:.1f} KB a page of its shard over the interpreter's ~{BASELINE_MB:.0f} MB, and at most"
+        f" {slowest:.0f} s. A task's work is its shard's, whatever the run's size (a keys task reads 1/N of every"
+        " shard's digests), so:\n"
+    ]
+    for run_pages in (1_000_000, 10_000_000):
+        shards = 1
+        while shards * 50_000 < run_pages:
+            shards *= 2
+        each = run_pages / shards
+        lines.append(
+            f"- {run_pages:,} pages: {shards} shards of {each:,.0f} pages, about"
+            f" {BASELINE_MB + per_page_kb * each / 1024:.0f} MB and {slowest * each / pages:.0f} s a task at most"
+            " (extrapolated from the row above, not measured)."
+        )
+    return "\n".join(lines) + "\n"
+
+
 def write_doc() -> None:
     """The section of docs/benchmarks.md, from every ``finalize-synthetic-N.json`` kept (the largest first)."""
     found = [json.loads(p.read_text()) for p in RESULTS.glob("finalize-synthetic-*.json")]
@@ -319,6 +349,8 @@ def write_doc() -> None:
         "| records |\n"
         "|---:|---|---:|---:|---:|---|---|---|---:|---:|\n" + "\n".join(rows) + "\n"
     )
+    if found:
+        body += _extrapolated(found[0])
     text = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
     if SECTION in text:
         start = text.index(SECTION)
@@ -336,7 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard-pages", type=int, default=50_000, help="finalize_shard_pages")
     parser.add_argument("--workers", type=int, default=2, help="shard tasks at once (processes)")
     parser.add_argument("--json", action="store_true", help="one RESULT line for the harness")
+    parser.add_argument("--doc", action="store_true", help="only rewrite the doc's section from kept results")
     args = parser.parse_args(argv)
+    if args.doc:
+        write_doc()
+        return 0
     if args.synthetic:
         measured = measure_synthetic(args.synthetic, args.shard_pages, args.workers)
         measured["command"] = (
