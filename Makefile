@@ -64,6 +64,8 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.many_hosts
+	# Finalizing in shards: the section from kept results (measure: python -m bench.finalize_scale --synthetic N)
+	$(BIN)/python -m bench.finalize_scale --doc
 
 cost: $(STAMP)
 	$(BIN)/python -m bench.cost

@@ -10,8 +10,9 @@ from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
 from bench import egress_cost
 from sluice.metrics import RunMetric
 
-POLLING_USD = 0.26
-"""Idle long polls of the event source: about 5 pollers x 3 a minute x 43,200 minutes x $0.50 per million."""
+POLLING_USD = 0.26 + 0.21
+"""Idle long polls of the two event sources: about 5 pollers x 3 a minute x 43,200 minutes x $0.50 per million
+(the frontier, FIFO), and as many at $0.40 per million (the finalize shards' standard queue)."""
 
 MILLION = 1_000_000
 BATCH_URLS = 100
@@ -222,7 +223,8 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "| dashboard | 1 (its Logs Insights table of blocked hosts scans the fetcher's logs when viewed, "
         "$0.005 per GB) | $3.00 |",
         "| alarm topic key | 1 KMS key | $1.00 |",
-        "| idle queue polling | the event source long-polls (20 s): about 5 pollers × 3 a minute "
+        "| idle queue polling | each event source (frontier, finalize shards) long-polls (20 s): "
+        "about 5 pollers × 3 a minute "
         f"| ≈ ${POLLING_USD:.2f} |",
         "| tables, queues, schedules, functions, Glue tables, Athena workgroup at rest | | $0 |",
         f"| **total for one scheduled crawl** | | **≈ ${fixed_usd:.2f}** |",

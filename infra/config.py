@@ -48,8 +48,9 @@ class StackConfig:
         default_factory=lambda: FunctionSettings("sluice.handlers.fetcher.handler", 512, 120)
     )
     finalizer: FunctionSettings = field(
-        # Counting and copying a million pages: about 16 bytes a record in memory, and S3 bandwidth.
-        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 2048, 900, 2)
+        # A finalize shard task (50,000 pages at most) and the combine; reserved: the shard queue's
+        # MaximumConcurrency (finalizer_shard_max_concurrency) plus the sweep and the fetchers' triggers.
+        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 2048, 900, 52)
     )
     # The fetcher's event source: batch size (SQS FIFO's most), and how many fetchers at most. Per-host
     # limits do not depend on it: a host is one queue group, held by one fetcher at a time.
@@ -95,6 +96,17 @@ class StackConfig:
                 f"nat_gateways {self.nat_gateways}: from 1 (one address) to {self.egress_azs} (one per zone)"
             )
 
+    # Finalizing in shards of the URL-hash keyspace (docs/architecture.md, "Knowing a run is done"): shard
+    # tasks go through a standard SQS queue to the finalizer, at most this many at once.
+    finalize_shard_pages: int = 50_000
+    """Pages a finalize shard holds at most (10M pages: 256 shards of about 39,000)."""
+    finalize_max_shards: int = 4096
+    """Shards a run may have (200M pages at the default size); a run needing more ends failed, saying so."""
+    finalizer_shard_max_concurrency: int = 50
+    """Shard tasks running at once (the event source mapping's MaximumConcurrency, 2 to 1,000)."""
+    finalize_attempts: int = 3
+    """Finalizing attempts of one run (the sweep begins another after 20 minutes) before it ends failed."""
+
     def name(self, part: str) -> str:
         """A physical resource name: ``sluice-dev-ledger``."""
         return f"{self.prefix}-{self.stage}-{part}"
@@ -111,6 +123,14 @@ class StackConfig:
     @property
     def dlq_name(self) -> str:
         return self.name("frontier-dlq") + ".fifo"
+
+    @property
+    def finalize_queue_name(self) -> str:
+        return self.name("finalize-shards")
+
+    @property
+    def finalize_dlq_name(self) -> str:
+        return self.name("finalize-shards-dlq")
 
     @property
     def ledger_table(self) -> str:
@@ -168,6 +188,9 @@ class StackConfig:
             "fetcher_memory_mb": self.fetcher.memory_mb,
             "finalizer_memory_mb": self.finalizer.memory_mb,
             "egress": self.egress,
+            "finalize_shard_pages": self.finalize_shard_pages,
+            "finalize_max_shards": self.finalize_max_shards,
+            "finalize_attempts": self.finalize_attempts,
         }
 
     def bucket_name(self, account: str, region: str) -> str:

@@ -70,6 +70,7 @@ class Functions(Construct):
             records_table=storage.records.table_name if any(s.output.records_table for s in specs) else "",
             bucket=storage.bucket.bucket_name,
             queue_url=queues.frontier.queue_url,
+            finalize_queue_url=queues.finalize_shards.queue_url,
             specs_dir=Path(SPECS_DIR),
             **config.function_settings(),
         )
@@ -98,6 +99,7 @@ class Functions(Construct):
         queues.frontier.grant_send_messages(self.scheduler)
         _grant_invoke_by_name(self.scheduler, stack, config.scheduler_function)  # fan-out continuations
         _grant_invoke_by_name(self.scheduler, stack, config.finalizer_function)  # a fan-out the fetchers outran
+        queues.finalize_shards.grant_send_messages(self.scheduler)  # a start that closes a stale or stopped run
         # The seed set written; a run's sitemap seeds (seeds.sitemaps) written once, read by its continuations;
         # robots.txt shared with the run's fetchers.
         _grant_objects(
@@ -127,9 +129,12 @@ class Functions(Construct):
         # The scheduler sends requests too, for the specs that read sitemaps (with their request section).
         _grant_secrets(self.scheduler, stack, [s for s in specs if s.seeds.sitemaps is not None])
 
-        storage.ledger.grant_read_write_data(self.finalizer)
-        # Reads this run's parts and the catalog run's output; writes this run's output.
+        storage.ledger.grant_read_write_data(self.finalizer)  # URLs, the run, each phase's completion set
+        # Reads this run's parts and the catalog run's output; writes this run's output, and its shard
+        # tasks' results under the run's work prefix (finalize/).
         _grant_objects(self.finalizer, storage, WORK_PREFIX, ["s3:GetObject"], list_prefix=True)
+        _grant_objects(self.finalizer, storage, f"{WORK_PREFIX}*/finalize/", ["s3:PutObject"])
+        queues.finalize_shards.grant_send_messages(self.finalizer)  # each phase's shard tasks
         _grant_objects(
             self.finalizer,
             storage,
@@ -145,6 +150,16 @@ class Functions(Construct):
                 report_batch_item_failures=True,
                 # At most this many fetchers at once (Lambda scales a FIFO source to its busy groups, hosts).
                 max_concurrency=config.fetcher_max_concurrency,
+            )
+        )
+        # Finalize shard tasks: one a batch (a task is a shard's whole work), at most so many at once. The
+        # function's reserved concurrency leaves room above it for the sweep and the fetchers' triggers.
+        self.finalizer.add_event_source(
+            sources.SqsEventSource(
+                queues.finalize_shards,
+                batch_size=1,
+                report_batch_item_failures=True,
+                max_concurrency=config.finalizer_shard_max_concurrency,
             )
         )
         self.schedules = [self._schedule(spec, config) for spec in specs if spec.schedule]

@@ -57,10 +57,12 @@ def run_metric(crawl: str, name: RunMetric, statistic: str, period: Duration = R
     )
 
 
-PIPELINE_ALARMS = 5
-"""Dead letters, each function's errors, the fetcher's throttles (what docs/costs.md prices)."""
-ALARMS_PER_CRAWL = 4
-"""Record-count drop, error rate, unhealthy verdict, blocked host; a scheduled crawl adds its missing-run alarm."""
+PIPELINE_ALARMS = 6
+"""Dead letters (the frontier's, the finalize shards'), each function's errors, the fetcher's throttles
+(what docs/costs.md prices)."""
+ALARMS_PER_CRAWL = 5
+"""Record-count drop, error rate, unhealthy verdict, blocked host, run failed; a scheduled crawl adds its
+missing-run alarm."""
 
 
 class Monitoring(Construct):
@@ -175,6 +177,15 @@ class Monitoring(Construct):
             runbook="run-unhealthy",
             crawl=name,
         )
+        self._alarm(
+            f"{name}-run-failed",
+            run_metric(name, RunMetric.RUN_FAILED, "Maximum"),
+            threshold=0,
+            above=True,
+            meaning=f"{name}: a run ended failed (too large, or finalizing failed past its retries): no output.",
+            runbook="run-failed",
+            crawl=name,
+        )
         if spec.schedule:
             period, evaluations = missing_run_window(spec.schedule)
             self._alarm(
@@ -199,6 +210,16 @@ class Monitoring(Construct):
             above=True,
             meaning="Messages reached the dead-letter queue.",
             runbook="dead-letters",
+        )
+        self._alarm(
+            "finalize-dead-letters",
+            queues.finalize_dead_letters.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(5), statistic="Maximum"
+            ),
+            threshold=0,
+            above=True,
+            meaning="A finalize shard task failed past its retries (its run ended failed, or will at the sweep).",
+            runbook="run-failed",
         )
         for label, function in (
             ("fetcher", functions.fetcher),

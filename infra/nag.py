@@ -47,6 +47,13 @@ def acknowledge(stack: SluiceStack) -> None:
                 "the scheduler reads the catalog run's page index, the finalizer reads and writes outputs.",
             )
         )
+    Validations.of(functions.finalizer).acknowledge(
+        Acknowledgment(
+            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/work/*/finalize/*]",
+            reason="Finalize shard results are keyed per crawl, run, attempt and shard, created at run time: only "
+            "PutObject is granted, and only under a run's finalize/ folder of work/.",
+        )
+    )
     Validations.of(functions.scheduler).acknowledge(
         Acknowledgment(
             id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/seeds/*]",

@@ -1,4 +1,5 @@
-"""The crawl queue and its dead-letter queue: FIFO, a message group per target host.
+"""The crawl queue and its dead-letter queue: FIFO, a message group per target host; and the finalize
+shard tasks' queue and its dead-letter queue (standard: shard tasks have no order and no group).
 
 FIFO for one property, not for order: SQS hands a message group to one consumer at a time, so
 one fetcher at a time talks to a host and the spec's per-host limits hold for the fleet
@@ -45,4 +46,26 @@ class Queues(Construct):
             retention_period=Duration.days(config.queue_retention_days),
             receive_message_wait_time=Duration.seconds(20),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=config.max_receive_count),
+        )
+        self.finalize_dead_letters = sqs.Queue(
+            self,
+            "FinalizeShardDeadLetters",
+            queue_name=config.finalize_dlq_name,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(config.dlq_retention_days),
+        )
+        self.finalize_shards = sqs.Queue(
+            self,
+            "FinalizeShards",
+            queue_name=config.finalize_queue_name,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            # 6 x the finalizer's timeout, as for the frontier: a task still retried is not given to a second one.
+            visibility_timeout=Duration.seconds(config.finalizer.timeout_s * config.visibility_timeout_factor),
+            retention_period=Duration.days(config.queue_retention_days),
+            receive_message_wait_time=Duration.seconds(20),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.finalize_dead_letters, max_receive_count=config.max_receive_count
+            ),
         )

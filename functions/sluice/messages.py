@@ -207,6 +207,30 @@ class FinalizeEvent(_Message):
     run_id: RunId | None = None
 
 
+class ShardTask(_Message):
+    """One finalize shard task (a message of the finalize shards' queue): which attempt, phase and shard."""
+
+    crawl: CrawlName
+    run_id: RunId
+    attempt: Annotated[str, Field(pattern=r"^[0-9]{1,12}-[0-9a-f]{6}$")]
+    count: Annotated[int, Field(ge=1, le=65_536)]
+    phase: Literal["scan", "keys", "write"]
+    shard: Annotated[int, Field(ge=0, lt=65_536)]
+    force: bool = False
+    stopped: Annotated[str, Field(max_length=1000)] | None = None
+    swept: bool = False
+
+    @field_validator("count")
+    @classmethod
+    def _power_of_two(cls, count: int) -> int:
+        if count & (count - 1):
+            raise ValueError(f"a shard count is a power of two, not {count}")
+        return count
+
+    def attempt_plain(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"phase", "shard"})
+
+
 M = TypeVar("M", bound=_Message)
 
 

@@ -36,6 +36,8 @@ class RunMetric(StrEnum):
     RUN_DURATION = "RunDuration"
     HOSTS_BLOCKED = "HostsBlocked"
     """Hosts the breaker paused for the run: a site that refuses the crawler (403s, 429s, block pages)."""
+    RUN_FAILED = "RunFailed"
+    """1 for a run that ended failed (a finalize shard past its retries, too large, finalizing that never completed)."""
     ESTIMATED_COST = "EstimatedCostUSD"
     """The run's estimated AWS cost in US dollars at list prices: ``cost.estimated_usd`` of its summary."""
     PROXIES_EJECTED = "ProxiesEjected"
@@ -57,6 +59,7 @@ UNITS: dict[RunMetric, Unit] = {
     RunMetric.RECORDS_CHANGED: Unit.COUNT,
     RunMetric.RUN_DURATION: Unit.SECONDS,
     RunMetric.HOSTS_BLOCKED: Unit.COUNT,
+    RunMetric.RUN_FAILED: Unit.COUNT,
     RunMetric.ESTIMATED_COST: Unit.NONE,  # CloudWatch has no currency unit: the name says dollars
     RunMetric.PROXIES_EJECTED: Unit.COUNT,
 }

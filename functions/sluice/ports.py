@@ -15,6 +15,7 @@ from typing import Protocol
 from sluice.domain.hosts import HostState
 from sluice.domain.pages import PageResult, UrlEntry
 from sluice.domain.runs import Progress, RunLock, RunState
+from sluice.domain.shards import Shard
 from sluice.extraction.extract import Record
 from sluice.messages import QueuedMessage, UrlTask
 
@@ -110,8 +111,9 @@ class Frontier(Protocol):
         Never on the per-page path: a finished run's results change only when its records are rebuilt."""
         ...
 
-    def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
-        """Every URL entry of a run, in URL-hash order (strongly consistent reads unless told otherwise)."""
+    def scan(self, run_id: str, *, consistent: bool = True, shard: Shard | None = None) -> Iterator[UrlEntry]:
+        """Every URL entry of a run (of one finalize shard's hash range), in URL-hash order (strongly consistent
+        reads unless told otherwise)."""
         ...
 
     def add_progress(self, run_id: str, delta: Progress) -> None:
@@ -201,6 +203,20 @@ class HostBook(Protocol):
 
     def save(self, states: Sequence[HostState]) -> int:
         """Write each state whose stored version is still the one it was read at; return how many were."""
+        ...
+
+
+class ShardTasks(Protocol):
+    """Queued finalize shard tasks (on AWS: an SQS queue feeding the finalizer, and a completion set per phase)."""
+
+    def start(self, attempt: Mapping[str, object], phase: str) -> None:
+        """Send one task per shard of the attempt's phase."""
+        ...
+
+    def done(self, attempt: Mapping[str, object], phase: str, shard: int, count: int) -> bool:
+        """Record shard ``shard`` of the phase done; True for the one call that makes the phase whole (a retried
+        shard is never counted twice), and again for a retry of a task whose completion was recorded but
+        whose phase was never moved on."""
         ...
 
 

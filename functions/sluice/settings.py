@@ -50,6 +50,11 @@ class Settings(BaseModel):
     """How the stack's requests leave: Lambda's shared addresses, or the stack's Elastic IPs (``egress: fixed``)."""
     egress_ips: str = ""
     """With fixed egress, its addresses, comma-separated: what a run's summary names as its route."""
+    finalize_queue_url: str = ""
+    """The finalize shard tasks' queue (empty: shard tasks run on a thread pool in the finalizer itself)."""
+    finalize_shard_pages: int = Field(default=50_000, ge=1, le=10_000_000)
+    finalize_max_shards: int = Field(default=4096, ge=1, le=65_536)
+    finalize_attempts: int = Field(default=3, ge=1, le=100)
 
     def tuning(self) -> Tuning:
         return Tuning(
@@ -65,6 +70,9 @@ class Settings(BaseModel):
             fetcher_memory_mb=self.fetcher_memory_mb,
             finalizer_memory_mb=self.finalizer_memory_mb,
             egress_ips=tuple(ip for ip in self.egress_ips.split(",") if ip),
+            finalize_shard_pages=self.finalize_shard_pages,
+            finalize_max_shards=self.finalize_max_shards,
+            finalize_attempts=self.finalize_attempts,
         )
 
     @classmethod

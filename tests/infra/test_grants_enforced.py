@@ -40,6 +40,7 @@ from sluice_tools.emulate import grants
 from sluice_tools.emulate.context import LocalContext
 from sluice_tools.emulate.resources import create_resources, fake_credentials
 from sluice_tools.emulate.runner import sqs_record
+from sluice_tools.emulate.shards import drain_shards
 
 CRAWL = "granted"
 MAX_BATCHES = 100
@@ -103,10 +104,16 @@ class GrantedStack:
                 break
             request = self.finalize_requests.pop(0)
             self.as_function("finalizer", lambda r=request: finalizer.handler(r, _context("finalizer")))  # type: ignore[misc]
+            # The shard queue's event source mapping polls with the finalizer's role, and invokes it.
+            self.as_function("finalizer", self._shard_tasks)
         with grants.acting_as(self.keys[ADMIN]):  # the test reads as an operator, not as a function
             raw = client("s3").get_object(Bucket=self.settings.bucket, Key=summary_key(crawl, answer["run_id"]))
             summary: dict[str, Any] = json.loads(raw["Body"].read())
         return summary
+
+    def _shard_tasks(self) -> list[dict[str, Any]]:
+        invoke = lambda event: finalizer.handler(event, _context("finalizer"))  # noqa: E731
+        return drain_shards(self.settings.finalize_queue_url, invoke)
 
     def _one_batch(self) -> bool:
         """The event source mapping's poll (it uses the fetcher's role), one invocation, its deletes."""
@@ -205,8 +212,11 @@ def test_a_table_the_role_does_not_name_is_refused(granted: GrantedStack) -> Non
 
 
 def test_a_first_and_a_nightly_run_need_nothing_the_roles_do_not_grant(granted: GrantedStack) -> None:
+    # Finalize shards of one page: the runs are finalized by queued shard tasks, each with the finalizer's role.
+    granted.settings = granted.settings.model_copy(update={"finalize_shard_pages": 1})
     first = granted.run()
     assert first["status"] == "finished"
+    assert first["finalize_shards"] == 4  # queued shard tasks, sent, polled and run with the finalizer's role
     assert first["pages"]["fetched"] == 3
     assert first["records"]["total"] == 60
     nightly = granted.run()  # conditional requests, records carried from the first run's output

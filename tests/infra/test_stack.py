@@ -74,7 +74,7 @@ def test_dead_letter_queue_keeps_messages_fourteen_days(resources: dict[str, Any
 
 def test_queues_refuse_plain_http(resources: dict[str, Any]) -> None:
     policies = [p["Properties"]["PolicyDocument"] for p in of_type(resources, "AWS::SQS::QueuePolicy").values()]
-    assert len(policies) == 2
+    assert len(policies) == 4  # the frontier, the finalize shards' queue, and their dead-letter queues
     for policy in policies:
         assert any(
             s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
@@ -133,12 +133,34 @@ def test_function_environment_is_exactly_what_settings_validates(resources: dict
     assert settings.allow_loopback is False
 
 
+def _mapping(resources: dict[str, Any], function: str) -> dict[str, Any]:
+    (mapping,) = (
+        m["Properties"]
+        for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"]["Ref"].startswith(f"Functions{function}")
+    )
+    return mapping
+
+
 def test_fetcher_event_source_reports_partial_failures_with_a_fleet_cap(resources: dict[str, Any]) -> None:
-    (mapping,) = (m["Properties"] for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values())
+    mapping = _mapping(resources, "Fetcher")
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BatchSize"] == DEFAULT.batch_size
     assert "MaximumBatchingWindowInSeconds" not in mapping  # a FIFO source takes none
     assert mapping["ScalingConfig"] == {"MaximumConcurrency": DEFAULT.fetcher_max_concurrency}
+
+
+def test_finalize_shard_tasks_reach_the_finalizer_one_at_a_time_with_a_cap(resources: dict[str, Any]) -> None:
+    mapping = _mapping(resources, "Finalizer")
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BatchSize"] == 1  # a task is a shard's whole work
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": DEFAULT.finalizer_shard_max_concurrency}
+    # Lambda throttles a source past the function's reserved concurrency: room above the cap for the sweep.
+    assert DEFAULT.finalizer.reserved_concurrency is not None
+    assert DEFAULT.finalizer.reserved_concurrency > DEFAULT.finalizer_shard_max_concurrency
+    queue = _queue(resources, DEFAULT.finalize_queue_name)
+    assert queue["VisibilityTimeout"] == DEFAULT.finalizer.timeout_s * DEFAULT.visibility_timeout_factor
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == DEFAULT.max_receive_count
 
 
 # -- DynamoDB and S3 -----------------------------------------------------------------------------
@@ -332,7 +354,9 @@ def _s3_grants(resources: dict[str, Any], function: str) -> dict[str, set[str]]:
                     grants.setdefault(f"list:{prefix}", set()).update(s3)
                 continue
             for resource in map(json.dumps, _resources(statement)):
-                prefix = next(p for p in ("work/", "runs/", "seeds/", "archive/") if f"/{p}*" in resource)
+                prefix = next(
+                    p for p in ("work/*/finalize/", "work/", "runs/", "seeds/", "archive/") if f"/{p}*" in resource
+                )
                 grants.setdefault(prefix, set()).update(s3)
     return grants
 
@@ -353,6 +377,7 @@ def test_each_function_gets_exactly_the_object_actions_its_step_uses(resources: 
     }  # no deployed spec sets output.archive (demo-books, which does, is local only): no archive/ grant
     assert _s3_grants(resources, "Finalizer") == {
         "work/": {"s3:GetObject"},
+        "work/*/finalize/": {"s3:PutObject"},  # finalize shard results, under each run's finalize/ folder
         "runs/": {"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"},
         "list:work/*": {"s3:ListBucket"},
         "list:runs/*": {"s3:ListBucket"},

@@ -51,6 +51,7 @@ from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate.context import LocalContext
 from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
 from sluice_tools.emulate.runner import sqs_record
+from sluice_tools.emulate.shards import drain_shards
 
 BOOKS = 100
 """Demo catalogue size for these tests: 5 listing pages of 20 books."""
@@ -107,6 +108,11 @@ def books_spec(
 
 
 SpecData = Callable[..., dict[str, Any]]
+
+
+FINALIZE_SHARD_PAGES = 30
+"""Pages a finalize shard holds in these tests: a run of 100 pages is finalized by 4 shards, one of 500 by 32, so every
+behavioural test also checks that shards combine into what one finalizer would write."""
 
 
 @dataclass
@@ -229,6 +235,10 @@ class Harness(Protocol):
 
     def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]: ...
 
+    def finalize_shards(self) -> list[dict[str, Any]]:
+        """Deliver queued finalize shard tasks (AWS); what they finalized."""
+        ...
+
     def close_container(self) -> None: ...
 
 
@@ -327,7 +337,8 @@ class AwsHarness:
         self.clock = Clock()
         self.settings = create_resources(DEFAULT, specs_dir, allow_loopback=True).model_copy(
             # Transient failures come back at once (tests need not wait); a Retry-After still sets its delay.
-            update={"visibility_base_s": 0.0, "visibility_max_s": 60.0}
+            # Finalize shards of a few pages: every test's run is finalized by many shards.
+            update={"visibility_base_s": 0.0, "visibility_max_s": 60.0, "finalize_shard_pages": FINALIZE_SHARD_PAGES}
         )
         self.finalize_requests: list[dict[str, object]] = []
         self.start_requests: list[dict[str, object]] = []
@@ -362,8 +373,14 @@ class AwsHarness:
 
     def start(self, crawl: str) -> str:
         answer = scheduler.handler({"crawl": crawl}, context("scheduler"))
+        self.finalize_shards()  # a start that closed a stopped or stale run queued its shard tasks
         assert answer["complete"] is True
         return str(answer["run_id"])
+
+    def finalize_shards(self) -> list[dict[str, Any]]:
+        """The finalize shard queue's event source mapping: deliver its tasks until none is left."""
+        invoke = lambda event: finalizer.handler(event, context("finalizer"))  # noqa: E731
+        return drain_shards(self.settings.finalize_queue_url, invoke)
 
     def receive(self, max_messages: int = 10) -> list[Message]:
         received = self.sqs.receive_message(
@@ -442,7 +459,7 @@ class AwsHarness:
 
     def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]:
         finalized: list[dict[str, Any]] = finalizer.handler(request, context("finalizer"))["finalized"]
-        return finalized
+        return finalized + self.finalize_shards()
 
     def sweep(self) -> list[dict[str, Any]]:
         return self.finalize_one({})
@@ -465,6 +482,7 @@ class LocalHarness:
             visibility_base_s=0.0,
             visibility_max_s=60.0,
             allow_loopback=True,
+            finalize_shard_pages=FINALIZE_SHARD_PAGES,
         )
         self.finalize_requests: list[dict[str, object]] = []
         self.start_requests: list[dict[str, object]] = []
@@ -544,6 +562,10 @@ class LocalHarness:
 
     def dead_letters(self) -> list[str]:
         return [body for _, body in self.store.queue.dead_letters(None)]
+
+    def finalize_shards(self) -> list[dict[str, Any]]:
+        """Nothing queued: locally the shard tasks ran on the finalizer's thread pool."""
+        return []
 
     def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]:
         crawl, run_id = request.get("crawl"), request.get("run_id")

@@ -2,9 +2,11 @@
 
 Counted by key, across pages: a record that moved from page 3 to page 4 (pagination shifts) is
 not gone. Both runs' keys come from the 8-byte key digests every page result keeps, so nothing is
-read but the two runs' URL entries. Memory is 8 bytes per record per run in 256 arrays by the
-digest's first byte, and one bucket's set at a time when counting: a million pages of 20 records
-hold about 320 MB at most, inside the finalizer's memory beside its output plan.
+read but the two runs' URL entries. Pages land in finalize shards by their URL, and page 3 and
+page 4 rarely share one, so no shard can count this alone: each shard keeps its pages' digests
+(8 bytes a record a run) and hands them on by key section, the digests' own hash range
+(``sections``); the task of one key section then sees every copy of its keys, from every shard,
+and counts them (:func:`counts`).
 
 Pages with more than :data:`~sluice.domain.pages.MAX_DIGESTS` records keep no digests; their
 records are counted on neither side (``unknown_pages`` says how many such pages there were).
@@ -14,23 +16,25 @@ from __future__ import annotations
 
 import struct
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sluice.domain.pages import PageResult
+from sluice.domain.shards import Shard
 
 _RECORD = struct.Struct(">QQ")  # key digest, content digest (see sluice.domain.pages.record_digests)
 
 
-def _buckets() -> list[array[int]]:
-    return [array("Q") for _ in range(256)]
+def _digests() -> array[int]:
+    return array("Q")
 
 
 @dataclass
 class RecordChurn:
-    """Key digests of the catalog run's output (``before``) and this run's (``after``)."""
+    """Key digests of one shard's pages in the catalog run's output (``before``) and in this run's (``after``)."""
 
-    before: list[array[int]] = field(default_factory=_buckets)
-    after: list[array[int]] = field(default_factory=_buckets)
+    before: array[int] = field(default_factory=_digests)
+    after: array[int] = field(default_factory=_digests)
     unknown_pages: int = 0
 
     def add_before(self, result: PageResult | None) -> None:
@@ -41,22 +45,27 @@ class RecordChurn:
         """A page of this run: its records are in this run's output if it was fetched or carried."""
         self._add(self.after, result)
 
-    def _add(self, side: list[array[int]], result: PageResult | None) -> None:
+    def _add(self, side: array[int], result: PageResult | None) -> None:
         if result is None or not result.holds_records or not result.records:
             return
         if not result.digests:
             self.unknown_pages += 1
             return
-        for key, _ in _RECORD.iter_unpack(result.digests):
-            side[key >> 56].append(key)
+        side.extend(key for key, _ in _RECORD.iter_unpack(result.digests))
 
-    def counts(self) -> tuple[int, int]:
-        """``(previous, gone)``: distinct records of the catalog run, and how many of them this run lacks."""
-        previous = gone = 0
-        for before, after in zip(self.before, self.after, strict=True):
-            if not before:
-                continue
-            had = set(before)
-            previous += len(had)
-            gone += len(had.difference(after))
-        return previous, gone
+
+def sections(digests: Iterable[int], count: int) -> list[array[int]]:
+    """Distinct digests, sorted, split into ``count`` key sections by their first bits."""
+    out = [array("Q") for _ in range(count)]
+    last = None
+    for key in sorted(digests):
+        if key != last:
+            out[Shard.of(key, count)].append(key)
+            last = key
+    return out
+
+
+def counts(before: Iterable[int], after: Iterable[int]) -> tuple[int, int]:
+    """``(previous, gone)`` of one key section: distinct catalog keys, and how many of them this run lacks."""
+    had = set(before)
+    return len(had), len(had.difference(after))

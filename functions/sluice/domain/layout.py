@@ -76,6 +76,11 @@ def sitemap_report_key(crawl: str, run_id: str) -> str:
     return f"{work_prefix(crawl, run_id)}sitemaps/report.json"
 
 
+def finalize_prefix(crawl: str, run_id: str, attempt: str) -> str:
+    """One finalizing attempt's shard results (scan, keys, write), each rewritten whole by a retried shard."""
+    return f"{work_prefix(crawl, run_id)}finalize/{attempt}/"
+
+
 def frontier_key(crawl: str, run_id: str) -> str:
     """The sorted 64-bit hashes of the run's seed URLs: fetchers never claim a link that is a seed."""
     return f"{work_prefix(crawl, run_id)}frontier.bin"
@@ -86,9 +91,11 @@ def records_prefix(crawl: str, run_id: str) -> str:
 
 
 def records_file(crawl: str, run_id: str, number: int, type_: str | None = None) -> str:
-    """An output file; a spec with ``types`` writes each type's under ``records/type=TYPE/`` (numbered across types)."""
+    """An output file; a spec with ``types`` writes each type's under ``records/type=TYPE/`` (numbered across types).
+
+    ``number`` keeps the finalize shard that wrote the file in its top 16 bits: ``part-SSSSS-NNNNN.jsonl``."""
     folder = records_prefix(crawl, run_id) if type_ is None else f"{records_prefix(crawl, run_id)}type={type_}/"
-    return f"{folder}part-{number:05d}.jsonl"
+    return f"{folder}part-{number >> 16:05d}-{number & 0xFFFF:05d}.jsonl"
 
 
 def parquet_prefix(crawl: str, run_id: str) -> str:

@@ -4,13 +4,19 @@ Counting happens once, at finalization, over every URL of the run; nothing on th
 adds to a counter every page touches. Maps keyed by something a site controls (failure and skip
 reasons) keep their commonest keys and fold the rest into ``(other)``, so a summary stays small
 whatever the site answers.
+
+A run is counted in finalize shards, each over its own URLs; :func:`merge` adds one shard's
+tally to another's field by field (numbers add, counters add, maps merge), so a field added to a
+tally later is combined without a line here, and :func:`to_plain` / :func:`from_plain` carry a
+tally in a shard's result object.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from sluice.domain.egress import POOL_EMPTY, ProxyTally
 from sluice.domain.hosts import blocked_host
@@ -274,3 +280,93 @@ class RunTally:
             proxy_pool_empty=self.pool_empty,
             proxies_ejected={n: p.reason or "" for n, p in self.proxies.items() if p.ejected},
         )
+
+
+def merge(into: Any, other: Any) -> None:
+    """Add ``other`` (a tally of another shard's URLs) to ``into``, field by field, in shard order.
+
+    Numbers add; a :class:`BoundedCounter` adds its counts (its limit still holds); a map of tallies
+    merges key by key (a key new to ``into`` is taken while the map has room, as :meth:`RunTally.add`
+    takes it); :class:`BlockedHost` keeps the first shard's reason and adds the URLs skipped; a
+    :class:`~collections.Counter` adds its counts; a :class:`ProxyTally` as :meth:`RunTally.add` would
+    have left it had it counted the other shard's pages after this one's."""
+    if isinstance(into, ProxyTally):
+        _merge_proxy(into, other)
+        return
+    for spec in fields(into):
+        mine, theirs = getattr(into, spec.name), getattr(other, spec.name)
+        if isinstance(mine, bool | str):
+            continue
+        if isinstance(mine, int | float):
+            setattr(into, spec.name, mine + theirs)
+        elif isinstance(mine, Counter):
+            mine.update(theirs)
+        elif isinstance(mine, BoundedCounter):
+            mine.update(theirs.counts)
+        elif isinstance(mine, BlockedHost):
+            mine.skipped += theirs.skipped
+        elif isinstance(mine, dict):
+            room = MAX_BLOCKED_HOSTS if spec.name == "blocked" else MAX_TYPES
+            for key, value in theirs.items():
+                if key in mine:
+                    merge(mine[key], value)
+                elif len(mine) < room:
+                    mine[key] = value
+        else:
+            raise TypeError(f"{type(into).__name__}.{spec.name}: no rule to merge a {type(mine).__name__}")
+
+
+def _merge_proxy(into: ProxyTally, other: ProxyTally) -> None:
+    into.pages += other.pages
+    into.failures += other.failures
+    if other.pages:
+        into.tier = other.tier  # the tier of the last page it carried, as add() keeps it
+    if other.ejected and not into.ejected:
+        into.ejected, into.reason = True, other.reason
+    elif not into.ejected and other.reason is not None:
+        into.reason = other.reason
+
+
+def to_plain(tally: Any) -> dict[str, Any]:
+    """A tally as JSON-ready values (the inverse of :func:`from_plain`)."""
+    plain: dict[str, Any] = {}
+    for spec in fields(tally):
+        value = getattr(tally, spec.name)
+        if isinstance(value, BoundedCounter):
+            plain[spec.name] = {"limit": value.limit, "counts": dict(value.counts)}
+        elif isinstance(value, Counter):
+            plain[spec.name] = dict(value)
+        elif isinstance(value, dict):
+            plain[spec.name] = {k: to_plain(v) for k, v in value.items()}
+        else:
+            plain[spec.name] = value
+    return plain
+
+
+def run_tally_from_plain(plain: Mapping[str, Any]) -> RunTally:
+    counted: RunTally = _from_plain(RunTally, plain)
+    return counted
+
+
+def _from_plain(kind: type[Any], plain: Mapping[str, Any]) -> Any:
+    empty = kind()
+    values: dict[str, Any] = {}
+    for spec in fields(empty):
+        if spec.name not in plain:
+            continue
+        value, default = plain[spec.name], getattr(empty, spec.name)
+        if isinstance(default, BoundedCounter):
+            values[spec.name] = BoundedCounter(
+                int(value["limit"]), Counter({k: int(n) for k, n in value["counts"].items()})
+            )
+        elif spec.name == "blocked":
+            values[spec.name] = {k: BlockedHost(str(v["reason"]), int(v["skipped"])) for k, v in value.items()}
+        elif spec.name == "types":
+            values[spec.name] = {k: _from_plain(TypeTally, v) for k, v in value.items()}
+        elif spec.name == "proxies":
+            values[spec.name] = {k: _from_plain(ProxyTally, v) for k, v in value.items()}
+        elif isinstance(default, Counter):
+            values[spec.name] = Counter({k: int(n) for k, n in value.items()})
+        else:
+            values[spec.name] = value
+    return kind(**values)

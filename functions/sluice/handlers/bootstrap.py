@@ -19,6 +19,7 @@ from sluice.adapters.aws.objects import S3Objects
 from sluice.adapters.aws.queue import SqsQueue
 from sluice.adapters.aws.records import DynamoRecords
 from sluice.adapters.aws.secrets import AwsSecrets
+from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.pipeline.services import Services, Trigger
 from sluice.settings import Settings
 
@@ -47,6 +48,11 @@ def aws_services(
         objects=S3Objects(settings.bucket),
         records=DynamoRecords(settings.records_table) if settings.records_table else None,
         secrets=AwsSecrets(),
+        finalize_shards=(
+            SqsShardTasks(settings.finalize_queue_url, settings.ledger_table, ttl_days=settings.claim_ttl_days)
+            if settings.finalize_queue_url
+            else None
+        ),
         specs_dir=settings.specs_dir,
         finalize_later=finalize_later,
         continue_start=continue_start,

@@ -1,20 +1,25 @@
-"""Finalizer Lambda: judge a finished run (or sweep every open run that is done or overdue)."""
+"""Finalizer Lambda: judge a finished run (or sweep every open run that is done or overdue), and run the
+finalize shard tasks its queue delivers (an SQS event), answered with partial batch failures."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers.bootstrap import services
-from sluice.messages import FinalizeEvent, parse_body
+from sluice.messages import FinalizeEvent, ShardTask, parse_body
 from sluice.observability import annotate, logger, traced_handler
-from sluice.pipeline.finalize import finalize_run, sweep
+from sluice.pipeline.finalize import Finalized, finalize_run, queued_shard, sweep
 
 
 @logger.inject_lambda_context(clear_state=True)
 @traced_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if "Records" in event:
+        return _shard_tasks(event, context)
     # A scheduled sweep arrives as an EventBridge event with its own fields; only our keys matter.
     request = parse_body(FinalizeEvent, event if "crawl" in event or "run_id" in event else {})
     if request.crawl and request.run_id:
@@ -24,14 +29,31 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         results = [done] if done else []
     else:
         results = sweep(services())
+    return {"finalized": [_answer(r) for r in results]}
+
+
+def _shard_tasks(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    finalized: list[Finalized] = []
+    last_receive = services().tuning.max_receive_count
+
+    def run(record: SQSRecord) -> None:
+        task = parse_body(ShardTask, record.body)
+        logger.append_keys(crawl=task.crawl, run_id=task.run_id)
+        annotate(crawl=task.crawl, run_id=task.run_id)
+        receives = int(record.attributes.approximate_receive_count or 1)
+        done = queued_shard(services(), task, last_try=receives >= last_receive)
+        if done is not None:
+            finalized.append(done)
+
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    response = dict(process_partial_response(event=event, record_handler=run, processor=processor, context=context))
+    return response | {"finalized": [_answer(r) for r in finalized]}
+
+
+def _answer(result: Finalized) -> dict[str, Any]:
     return {
-        "finalized": [
-            {
-                "crawl": r.crawl,
-                "run_id": r.run_id,
-                "summary_key": r.summary_key,
-                "healthy": r.summary["verdict"]["healthy"],
-            }
-            for r in results
-        ]
+        "crawl": result.crawl,
+        "run_id": result.run_id,
+        "summary_key": result.summary_key,
+        "healthy": result.summary["verdict"]["healthy"],
     }

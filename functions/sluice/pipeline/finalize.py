@@ -1,41 +1,59 @@
-"""Finalize a run: count it, write its output, judge it, emit its metrics, release its lock.
+"""Finalize a run: count it, write its output, judge it, emit its metrics, release its lock, in shards.
 
-Counting is exact and happens here, once: every URL's result is read back from the frontier.
+Counting is exact and happens here, once: every URL's result is read back from the frontier, by
+finalize shards (ranges of the URL-hash keyspace, ``sluice.domain.shards``), each its own task:
+run on a thread pool here, or as queued tasks on AWS (``Services.finalize_shards``), with the same
+code (``sluice.pipeline.finalize_shards``). An attempt has three phases: **scan** (the run's first
+scan, every shard's counts, plan and key digests), **keys** (per key section, the keys two shards
+share and the records gone; and the run's second scan), **write** (each shard's records files), then
+the **combine** here: index, manifest, summary, metrics, lock.
+
 A run is drained when every seed and every claimed link has its result. A drained run has no
 URL in flight, so nothing can add to it; but a scan is not a snapshot, and a page counted
-mid-scan could have claimed a link in a partition the scan had passed. So the scan is repeated:
-when a second scan finds exactly as many URLs as a first that found every one done, nothing
+mid-scan could have claimed a link in a shard already read. So the scan is repeated: every shard
+of the second scan starts after every shard of the first is done (the phases are in order), and
+when the second scan finds exactly as many URLs as a first that found every one done, nothing
 happened in between, and the first scan's counts are the run's. Finalizing happens once per run
 (a conditional status change guards it). A run past its deadline is finalized as it stands, as
-unfinished, by the sweep.
+unfinished, by the sweep. A shard failing past its retries, a run needing more shards than the
+stack allows, or finalizing that never completes ends the run **failed**, with the reason.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sluice.domain.churn import RecordChurn
 from sluice.domain.cost import US_EAST_1, RunUsage
 from sluice.domain.egress import ProxyTally, egress_of
-from sluice.domain.layout import summary_key
+from sluice.domain.layout import summary_key, work_prefix
 from sluice.domain.runs import RunState
-from sluice.domain.tally import RunTally, TypeTally
+from sluice.domain.shards import RunTooLarge, shard_count
+from sluice.domain.tally import RunTally, TypeTally, merge, run_tally_from_plain
 from sluice.domain.verdict import RunCounts, Verdict, judge
-from sluice.messages import UrlTask
+from sluice.messages import ShardTask, UrlTask
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
-from sluice.pipeline.output import OutputPlan, OutputSummary, Reading, write_output
+from sluice.pipeline.finalize_shards import KEYS, SCAN, WRITE, Attempt, index_rows, prepare, results, run_task
+from sluice.pipeline.output import OutputPlan, OutputSummary, write_index_and_manifest
 from sluice.pipeline.services import Services
 from sluice.pipeline.sitemapseeds import load_report
 from sluice.pipeline.usage import UsageCounter
 from sluice.spec import CrawlSpec, Follow
 
 FINALIZING_STALE_S = 20 * 60
-"""A run still finalizing after this long lost its finalizer (15-minute timeout): it is finalized again."""
+"""A run still finalizing after this long lost its finalizer (a shard past its retries, a lost task): it is
+finalized again, at most ``Tuning.finalize_attempts`` times in all; then it ends failed."""
+DONE = "done"
+
+
+class ShardFailed(RuntimeError):
+    """A shard task failed on its last try: the run ends failed, with this as the reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +65,18 @@ class Finalized:
 
 
 def finalize_run(
-    crawl: str, run_id: str, services: Services, *, force: bool = False, stopped: str | None = None
+    crawl: str,
+    run_id: str,
+    services: Services,
+    *,
+    force: bool = False,
+    stopped: str | None = None,
+    swept: bool = False,
 ) -> Finalized | None:
-    """Finalize a run if it is drained (or overdue, or ``force``); None if it is not time yet or already done.
+    """Finalize a run if it is drained (or overdue, or ``force``); None if it is not time yet, already done,
+    or handed to queued shard tasks (the task that completes the last phase finishes the run).
 
-    ``stopped`` says why a forced run ended early; the summary carries it.
+    ``stopped`` says why a forced run ended early; the summary carries it. ``swept``: the sweep asks.
     """
     run = services.ledger.get_run(crawl, run_id)
     if run is None or run.status == "finished":
@@ -59,62 +84,191 @@ def finalize_run(
     if run.status == "finalizing":
         if not (force or run.finalizing_for() > FINALIZING_STALE_S):
             return None
-        # The finalizer died mid-way: every output key is rewritten whole, so doing it again is safe.
+        # An attempt died mid-way: every output key is rewritten whole, so doing it again is safe; but not forever.
+        tried = _attempts(services, run)
+        if len(tried) >= services.tuning.finalize_attempts:
+            return fail_run(
+                services,
+                run,
+                f"finalizing did not complete in {len(tried)} attempts (the last, {tried[-1]}, began "
+                f"{run.finalizing_for() / 60:.0f} minutes ago): a shard task keeps failing or timing out",
+            )
         logger.warning("finalizing again after an interrupted finalizer", extra={"crawl": crawl, "run_id": run_id})
-        return _finish(services, run, _count(services, run), stopped)
-    as_it_stands = force or run.overdue
-    if as_it_stands:
+        return _begin(services, run, force=True, stopped=stopped, swept=swept)
+    if force or run.overdue:
         if not services.ledger.begin_finalizing(crawl, run_id):
             return None
-        count = _count(services, run)
-    else:
-        if run.seeding:
-            return None
-        count = _count(services, run)
-        if not count.tally.drained:
-            services.ledger.checked(crawl, run_id, count.tally.done)
-            pending = count.tally.pending
-            logger.info("run not drained yet", extra={"crawl": crawl, "run_id": run_id, "pending": pending})
-            return None
-        if sum(1 for _ in services.frontier.scan(run_id)) != count.tally.entries:
-            logger.info("run still moving: finalizing later", extra={"crawl": crawl, "run_id": run_id})
-            return None
-        if not services.ledger.begin_finalizing(crawl, run_id):
-            return None
-    return _finish(services, run, count, stopped)
-
-
-@dataclass
-class _Count:
-    tally: RunTally
-    plan: OutputPlan
-    usage: UsageCounter
-    churn: RecordChurn
-
-
-def _count(services: Services, run: RunState, spec: CrawlSpec | None = None) -> _Count:
-    typed = (spec or services.spec(run.crawl)).types is not None
-    count = _Count(
-        RunTally(seeds=run.seeds),
-        OutputPlan(run.crawl, run.run_id, run.catalog_run, typed=typed),
-        UsageCounter(run_id=run.run_id),
-        RecordChurn(),
-    )
-    for entry in services.frontier.scan(run.run_id):
-        count.tally.add(entry)
-        count.plan.add(entry)
-        count.usage.add(entry)
-        count.churn.add_after(entry.result)
-    return count
-
-
-def _gone(services: Services, run: RunState, churn: RecordChurn) -> tuple[int, int] | None:
-    """``(previous, gone)`` against the catalog run (the run this one was seeded from), if it has one."""
-    if run.catalog_run is None:
+        return _begin(services, run, force=True, stopped=stopped, swept=swept)
+    if run.seeding:
         return None
-    for entry in services.frontier.scan(run.catalog_run, consistent=False):  # a finished run: nothing moves
-        churn.add_before(entry.result)
-    return churn.counts()
+    return _begin(services, run, force=False, stopped=stopped, swept=swept)
+
+
+def _begin(services: Services, run: RunState, *, force: bool, stopped: str | None, swept: bool) -> Finalized | None:
+    """Start a finalizing attempt: its shard count from the run's size, then its first phase."""
+    pages = run.seeds + services.frontier.progress(run.run_id).claimed
+    tuning = services.tuning
+    try:
+        count = shard_count(pages, tuning.finalize_shard_pages, tuning.finalize_max_shards)
+    except RunTooLarge as exc:
+        if not force and not services.ledger.begin_finalizing(run.crawl, run.run_id):
+            return None
+        return fail_run(services, run, str(exc))
+    attempt = Attempt(run.crawl, run.run_id, f"{int(time.time())}-{uuid.uuid4().hex[:6]}", count, force, stopped, swept)
+    if force:
+        _record_attempt(services, run, attempt.attempt)
+    return _drive(services, attempt, SCAN)
+
+
+def _drive(services: Services, attempt: Attempt, phase: str | None) -> Finalized | None:
+    """Run the attempt's phases in order here (on a thread pool), or start the next on queued shard tasks.
+
+    A run of one shard (at most ``finalize_shard_pages`` pages) is finalized here, queue or not: its one
+    task a phase is this invocation's own work, and a start that closes a small run finds it closed."""
+    while phase is not None:
+        if phase == DONE:
+            return _combine(services, attempt)
+        if services.finalize_shards is not None and attempt.count > 1:
+            services.finalize_shards.start(attempt.as_plain(), phase)
+            logger.info(
+                "finalize phase started",
+                extra={"crawl": attempt.crawl, "run_id": attempt.run_id, "phase": phase, "shards": attempt.count},
+            )
+            return None
+        run = services.ledger.get_run(attempt.crawl, attempt.run_id)
+        if run is None:
+            return None
+        try:
+            run_inline(services, run, services.spec(attempt.crawl), attempt, phase)
+        except ShardFailed as exc:
+            return fail_run(services, run, str(exc))
+        phase = _next(services, attempt, phase)
+    return None
+
+
+def run_inline(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, phase: str) -> None:
+    """Every shard of a phase on a thread pool, each tried as often as a queued task is received."""
+    tries = max(1, services.tuning.max_receive_count)
+
+    def one(index: int) -> None:
+        for attempt_number in range(1, tries + 1):
+            try:
+                run_task(services, run, spec, attempt, phase, index)
+                return
+            except Exception as exc:
+                logger.warning(
+                    "finalize shard failed",
+                    extra={
+                        "crawl": run.crawl,
+                        "run_id": run.run_id,
+                        "phase": phase,
+                        "shard": index,
+                        "try": attempt_number,
+                    },
+                    exc_info=True,
+                )
+                if attempt_number == tries:
+                    raise ShardFailed(shard_failure(phase, index, attempt.count, tries, exc)) from exc
+
+    with ThreadPoolExecutor(max_workers=max(1, services.tuning.finalize_workers)) as pool:
+        for _ in pool.map(one, range(attempt.count)):
+            pass
+
+
+def shard_failure(phase: str, index: int, count: int, tries: int, exc: BaseException) -> str:
+    return f"finalize shard {index} of {count} ({phase}) failed {tries} times: {type(exc).__name__}: {exc}"[:500]
+
+
+def shard_completed(services: Services, attempt: Attempt, phase: str, index: int) -> Finalized | None:
+    """A queued shard task is done: the completion that makes its phase whole moves the attempt on (once)."""
+    runner = services.finalize_shards
+    if runner is None or not runner.done(attempt.as_plain(), phase, index, attempt.count):
+        return None
+    return _drive(services, attempt, _next(services, attempt, phase))
+
+
+def queued_shard(services: Services, task: ShardTask, *, last_try: bool) -> Finalized | None:
+    """One queued shard task: run it, record it done, and move the attempt on if it completed its phase.
+
+    A task failing on its queue's last receive ends the run failed (its reason in the summary) rather than
+    leaving it to the dead-letter queue and the sweep; an earlier failure is raised, so the queue retries it."""
+    attempt = Attempt.from_plain(task.attempt_plain())
+    run = services.ledger.get_run(attempt.crawl, attempt.run_id)
+    if run is None or run.status == "finished":
+        return None  # a task of an attempt the run no longer needs
+    try:
+        run_task(services, run, services.spec(attempt.crawl), attempt, task.phase, task.shard)
+    except Exception as exc:
+        if not last_try:
+            raise
+        logger.exception("finalize shard failed on its last try", extra={"crawl": run.crawl, "run_id": run.run_id})
+        tries = services.tuning.max_receive_count
+        return fail_run(services, run, shard_failure(task.phase, task.shard, attempt.count, tries, exc))
+    return shard_completed(services, attempt, task.phase, task.shard)
+
+
+def _next(services: Services, attempt: Attempt, phase: str) -> str | None:
+    """What follows a phase whose every shard is done: the next phase (its index of inputs written), the
+    combine, or nothing (not yet)."""
+    following = _following(services, attempt, phase)
+    if following in (KEYS, WRITE):
+        prepare(services.objects, attempt, following)
+    return following
+
+
+def _following(services: Services, attempt: Attempt, phase: str) -> str | None:
+    if phase == SCAN:
+        if attempt.force:
+            return KEYS
+        run = services.ledger.get_run(attempt.crawl, attempt.run_id)
+        if run is None or run.status != "running":
+            return None
+        counted = _tally(services, attempt, run.seeds)
+        if not counted.drained:
+            if attempt.swept and run.checked_done is not None and run.checked_done == counted.done:
+                revive_waiting(services, run.crawl, run.run_id)  # counted twice, a sweep apart, the same: stalled
+            services.ledger.checked(run.crawl, run.run_id, counted.done)
+            pending = counted.pending
+            logger.info("run not drained yet", extra={"crawl": run.crawl, "run_id": run.run_id, "pending": pending})
+            return None
+        return KEYS
+    if phase == KEYS:
+        if attempt.force:
+            return WRITE
+        first = sum(int(r["entries"]) for r in results(services.objects, attempt, SCAN))
+        second = sum(int(r["entries"]) for r in results(services.objects, attempt, KEYS))
+        if first != second:
+            logger.info("run still moving: finalizing later", extra={"crawl": attempt.crawl, "run_id": attempt.run_id})
+            return None
+        if not services.ledger.begin_finalizing(attempt.crawl, attempt.run_id):
+            return None
+        run = services.ledger.get_run(attempt.crawl, attempt.run_id)
+        if run is not None:
+            _record_attempt(services, run, attempt.attempt)  # finalizing from here: it counts as an attempt
+        return WRITE
+    return DONE
+
+
+def _tally(services: Services, attempt: Attempt, seeds: int) -> RunTally:
+    counted = RunTally(seeds=seeds)
+    for result in results(services.objects, attempt, SCAN):
+        merge(counted, run_tally_from_plain(result["tally"]))
+    return counted
+
+
+def _attempts_key(run: RunState) -> str:
+    return f"{work_prefix(run.crawl, run.run_id)}finalize/attempts.json"
+
+
+def _attempts(services: Services, run: RunState) -> list[str]:
+    """The attempts begun while the run was finalizing (only the sweep begins another, one at a time)."""
+    data = services.objects.get(_attempts_key(run))
+    return [str(a) for a in json.loads(data)] if data else []
+
+
+def _record_attempt(services: Services, run: RunState, attempt: str) -> None:
+    tried = _attempts(services, run)
+    services.objects.put(_attempts_key(run), json.dumps([*tried, attempt]).encode(), "application/json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,38 +279,70 @@ class Judged:
     verdict: Verdict
     output: OutputSummary
     finished: bool
+    tally: RunTally
 
 
 def rebuild_output(services: Services, run: RunState, spec: CrawlSpec, *, stopped: str | None = None) -> Judged:
     """Count a run from its URLs' results and write its output and verdict again, as finalizing does.
 
-    ``sluice reextract`` calls it once the run's results hold the re-extracted records: every output key is
-    rewritten whole, from the results, exactly as the finalizer writes it."""
-    return _judge(services, run, _count(services, run, spec), spec, stopped)
+    ``sluice reextract`` calls it once the run's results hold the re-extracted records: the same shards,
+    run here on a thread pool, rewrite every output key whole, from the results, as the finalizer writes it."""
+    pages = run.seeds + services.frontier.progress(run.run_id).claimed
+    count = shard_count(pages, services.tuning.finalize_shard_pages, services.tuning.finalize_max_shards)
+    attempt = Attempt(run.crawl, run.run_id, f"rebuild-{int(time.time())}-{uuid.uuid4().hex[:6]}", count, True, stopped)
+    for phase in (SCAN, KEYS, WRITE):
+        if phase != SCAN:
+            prepare(services.objects, attempt, phase)
+        run_inline(services, run, spec, attempt, phase)
+    return _judge(services, run, spec, attempt)
 
 
-def _finish(services: Services, run: RunState, count: _Count, stopped: str | None = None) -> Finalized:
+def _combine(services: Services, attempt: Attempt) -> Finalized | None:
+    """Every shard written: the run's page index, manifest, summary and metrics; then its lock is released."""
+    run = services.ledger.get_run(attempt.crawl, attempt.run_id)
+    if run is None or run.status == "finished":
+        return None
     crawl, run_id = run.crawl, run.run_id
-    judged = _judge(services, run, count, services.spec(crawl), stopped)
-    summary, verdict, output, tally = judged.summary, judged.verdict, judged.output, count.tally
+    judged = _judge(services, run, services.spec(crawl), attempt)
+    summary, verdict, output = judged.summary, judged.verdict, judged.output
     key = summary_key(crawl, run_id)
     services.objects.put(key, summary_json(summary), "application/json")
-    emit_metrics(run, tally, output, verdict, estimated_usd=summary["cost"]["estimated_usd"])
+    emit_metrics(run, judged.tally, output, verdict, estimated_usd=summary["cost"]["estimated_usd"])
     services.ledger.finish(
         crawl, run_id, healthy=verdict.healthy, complete=judged.finished, records=output.records, summary_key=key
     )
-    logger.info("run finalized", extra={"crawl": crawl, "run_id": run_id, "healthy": verdict.healthy})
+    logger.info(
+        "run finalized",
+        extra={"crawl": crawl, "run_id": run_id, "healthy": verdict.healthy, "shards": attempt.count},
+    )
     return Finalized(crawl, run_id, summary, key)
 
 
-def _judge(services: Services, run: RunState, count: _Count, spec: CrawlSpec, stopped: str | None) -> Judged:
-    crawl, run_id, tally = run.crawl, run.run_id, count.tally
+def _judge(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt) -> Judged:
+    """The shards' results combined: the run's tally, its output (index and manifest written), its verdict."""
+    crawl, run_id, objects = run.crawl, run.run_id, services.objects
     started = time.monotonic()
     tuning = services.tuning
+    stopped = attempt.stopped
+    tally = RunTally(seeds=run.seeds)
+    usage = UsageCounter(run_id=run_id)
+    shard_s = 0.0
+    for result in results(objects, attempt, SCAN):
+        merge(tally, run_tally_from_plain(result["tally"]))
+        usage.merge(result["usage"])
+        shard_s += float(result["seconds"])
+    previous_records = gone_records = 0
+    for result in results(objects, attempt, KEYS):
+        previous_records += int(result["previous"])
+        gone_records += int(result["gone"])
+        shard_s += float(result["seconds"])
+    written = list(results(objects, attempt, WRITE))
+    shard_s += sum(float(r["seconds"]) for r in written)
+    plan = OutputPlan(crawl, run_id, run.catalog_run, typed=spec.types is not None)
+    output = write_index_and_manifest(objects, plan, written, index_rows(objects, attempt))
     finished = tally.drained and stopped is None  # a run stopped early is unfinished, however little it had
-    output = write_output(services.objects, count.plan, Reading(tuning.output_span_bytes, tuning.output_readers))
     previous = services.ledger.latest_finished(crawl, run_id)
-    gone = _gone(services, run, count.churn)
+    gone = (previous_records, gone_records) if run.catalog_run is not None else None
     by_type = {kind: output.types.get(kind, 0) for kind in spec.types} if spec.types is not None else None
     previous_by_type = previous_types(services, previous) if spec.types is not None else None
     counts = tally.counts(output.records, gone, by_type)
@@ -179,23 +365,64 @@ def _judge(services: Services, run: RunState, count: _Count, spec: CrawlSpec, st
         summary["stopped"] = stopped
     summary |= egress_section(spec, tally, tuning.egress_ips)
     if spec.seeds.sitemaps is not None:
-        summary["sitemaps"] = load_report(services.objects, crawl, run_id)  # None: the start never read them
+        summary["sitemaps"] = load_report(objects, crawl, run_id)  # None: the start never read them
     if spec.recrawl is not None:
         # Pages not due, counted apart by what said so: a sitemap's lastmod, or the recrawl schedule.
         by_schedule = tally.not_due_scheduled
         summary["pages"]["not_due_by"] = {"sitemap": tally.not_due - by_schedule, "schedule": by_schedule}
-    finalize_s = time.monotonic() - started
-    variable, fixed = count.usage.usage(
+    finalize_s = shard_s + time.monotonic() - started
+    variable, fixed = usage.usage(
         tuning,
         output,
         seeds=run.seeds,
         concurrency=spec.politeness.concurrency,
         catalog=run.catalog_run is not None,
         finalize_s=finalize_s,
+        shards=attempt.count,
     )
     summary["finalize_s"] = round(finalize_s, 3)
+    summary["finalize_shards"] = attempt.count
     summary["cost"] = cost_section(variable, fixed, tally.enqueued)
-    return Judged(summary, verdict, output, finished)
+    return Judged(summary, verdict, output, finished, tally)
+
+
+def fail_run(services: Services, run: RunState, reason: str) -> Finalized:
+    """End a run failed: a summary that says why, the run-failed metric (its alarm pages), the lock released.
+
+    What the run collected stays where it is (its URLs' results, its parts): once the cause is fixed,
+    ``sluice reextract`` or a new run can build on them (docs/operations.md)."""
+    crawl, run_id = run.crawl, run.run_id
+    key = summary_key(crawl, run_id)
+    summary: dict[str, Any] = {
+        "crawl": crawl,
+        "run_id": run_id,
+        "status": "failed",
+        "failed": reason,
+        "started_at": run.started_at,
+        "finalized_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "spec_digest": run.spec_digest,
+        "catalog_run": run.catalog_run,
+        "pages": {"seeds": run.seeds},
+        "verdict": {
+            "healthy": False,
+            "record_count_ratio": None,
+            "error_rate": None,
+            "alerts": [{"check": "finalize", "message": reason, "value": None, "threshold": None}],
+            "checks": [{"check": "finalize", "ok": False, "message": reason}],
+        },
+    }
+    services.objects.put(key, summary_json(summary), "application/json")
+    metrics.add_dimension(CRAWL_DIMENSION, crawl)
+    metrics.add_metric(name=RunMetric.RUN_FAILED.value, unit=UNITS[RunMetric.RUN_FAILED].value, value=1.0)
+    metrics.add_metric(name=RunMetric.RUN_HEALTHY.value, unit=UNITS[RunMetric.RUN_HEALTHY].value, value=0.0)
+    metrics.add_metadata("run_id", run_id)
+    metrics.flush_metrics()
+    logger.error(
+        "run failed",
+        extra={"event": "alert", "crawl": crawl, "run_id": run_id, "check": "finalize", "detail": reason},
+    )
+    services.ledger.finish(crawl, run_id, healthy=False, complete=False, records=0, summary_key=key)
+    return Finalized(crawl, run_id, summary, key)
 
 
 def sweep(services: Services) -> list[Finalized]:
@@ -205,16 +432,9 @@ def sweep(services: Services) -> list[Finalized]:
     """
     done = []
     for lock in services.ledger.active_runs():
-        before = services.ledger.get_run(lock.crawl, lock.run_id)
-        result = finalize_run(lock.crawl, lock.run_id, services)
+        result = finalize_run(lock.crawl, lock.run_id, services, swept=True)
         if result is not None:
             done.append(result)
-            continue
-        after = services.ledger.get_run(lock.crawl, lock.run_id)
-        if before is None or after is None or after.status != "running" or before.checked_done is None:
-            continue
-        if before.checked_done == after.checked_done:  # counted twice, a sweep apart, the same: stalled
-            revive_waiting(services, lock.crawl, lock.run_id)
     return done
 
 
@@ -400,6 +620,7 @@ def emit_metrics(
         RunMetric.RECORDS_CHANGED: tally.records_changed,
         RunMetric.RUN_DURATION: (datetime.now(UTC) - datetime.fromisoformat(run.started_at)).total_seconds(),
         RunMetric.ESTIMATED_COST: estimated_usd,
+        RunMetric.RUN_FAILED: 0.0,  # a run that ends failed emits 1 (fail_run): its alarm's datapoints
     }
     if verdict.record_count_ratio is not None:
         values[RunMetric.RECORD_COUNT_RATIO] = verdict.record_count_ratio

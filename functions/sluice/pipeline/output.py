@@ -1,5 +1,11 @@
 """A run's output: its records, each key once, copied as whole page blocks into a few large files.
 
+Written per finalize shard (``sluice.domain.shards``): each shard copies the blocks of its own
+pages into its own files (``part-SSSSS-NNNNN.jsonl``) and keeps its slice of the page index; the
+combine step concatenates the slices (they are in hash order, shard after shard) and writes the
+manifest. A key held by pages of two shards is kept by the shard that holds its first copy, in
+the order the output has always used (by source, then offset); the others are told to drop it.
+
 Sources are this run's part objects (pages fetched and extracted) and the catalog run's output
 (pages carried by a 304 or an identical body), both read in large ranges, never page by page:
 a million pages are about 10,000 part reads and a few hundred 8 MB ranges. A page's block is
@@ -24,13 +30,19 @@ from dataclasses import dataclass, field
 
 from sluice.domain.layout import index_key, manifest_key, part_key, records_file, records_prefix
 from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, digest, url_number
+from sluice.domain.shards import Shard
 from sluice.extraction.extract import record_identity
 from sluice.ports import ObjectStore, ObjectWriter
 
 FILE_BYTES = 128 * 1024 * 1024
 """Output files roll over at page boundaries past this size (what Athena reads best)."""
-_INDEX_MAGIC = b"SLINDEX1"
-_INDEX_ROW = struct.Struct("<QIQIB")  # URL-hash number, file number, offset, length, partial
+INDEX_MAGIC = b"SLINDEX1"
+INDEX_ROW = struct.Struct("<QIQIB")  # URL-hash number, file number, offset, length, partial
+_INDEX_MAGIC, _INDEX_ROW = INDEX_MAGIC, INDEX_ROW
+_WHOLE_INDEX_BYTES = 8 * 1024 * 1024
+"""A catalog index up to this size is read whole by a shard; a larger one, only the shard's rows."""
+POSITION_BYTES = 32
+"""A block's place in the output's order, as bytes that sort as ``(source, offset)`` (see :func:`position`)."""
 _KEY_START = len('{"_key": ')
 
 
@@ -45,8 +57,12 @@ class PageIndex:
     def from_bytes(cls, data: bytes) -> PageIndex:
         if not data.startswith(_INDEX_MAGIC):
             raise ValueError("not a page index (bad header)")
+        return cls.from_rows(data[len(_INDEX_MAGIC) :])
+
+    @classmethod
+    def from_rows(cls, rows: bytes) -> PageIndex:
         index = cls()
-        for number, file, offset, length, partial in _INDEX_ROW.iter_unpack(data[len(_INDEX_MAGIC) :]):
+        for number, file, offset, length, partial in _INDEX_ROW.iter_unpack(rows):
             index.numbers.append(number)
             index.files.append(file)
             index.offsets.append(offset)
@@ -90,7 +106,7 @@ class _Block:
 
 @dataclass
 class OutputPlan:
-    """The pages whose records go into the output, gathered while the finalizer scans the run's URLs."""
+    """The pages whose records go into the output, gathered while a finalize shard scans its URLs."""
 
     crawl: str
     run_id: str
@@ -111,6 +127,26 @@ class OutputPlan:
             self.blocks.append(_Block(number, source, block.offset, block.length, result.digests))
         elif result.carried:
             self.carried.append((number, result.digests))
+
+    def resolve(self, objects: ObjectStore, shard: Shard) -> tuple[list[_Block], int]:
+        """The shard's blocks, carried pages' found in the catalog run's output; and how many it did not have."""
+        blocks = list(self.blocks)
+        missing = 0
+        if self.carried and self.catalog_run is not None:
+            catalog = load_index(objects, self.crawl, self.catalog_run, shard)
+            files = output_files(objects, self.crawl, self.catalog_run)
+            for number, digests in self.carried:
+                where = catalog.find(number)
+                if where is None:
+                    missing += 1
+                    continue
+                file, offset, length = where
+                source = files.get(file) or records_file(self.crawl, self.catalog_run, file)
+                blocks.append(_Block(number, source, offset, length, digests))
+        else:
+            missing = len(self.carried)
+        _digest_unlisted(objects, blocks, typed=self.typed)
+        return blocks, missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,26 +172,46 @@ class Reading:
     readers: int = 8
 
 
-def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Reading()) -> OutputSummary:
-    """Write the run's records files, its page index and its manifest; return what was written."""
-    blocks = list(plan.blocks)
-    missing = 0
-    if plan.carried and plan.catalog_run is not None:
-        catalog = load_index(objects, plan.crawl, plan.catalog_run)
-        files = _typed_files(objects, plan.crawl, plan.catalog_run) if plan.typed else {}
-        for number, digests in plan.carried:
-            where = catalog.find(number)
-            if where is None:
-                missing += 1
-                continue
-            file, offset, length = where
-            source = files.get(file) or records_file(plan.crawl, plan.catalog_run, file)
-            blocks.append(_Block(number, source, offset, length, digests))
-    else:
-        missing = len(plan.carried)
-    _digest_unlisted(objects, blocks, typed=plan.typed)
-    shared = _mark_shared_keys(blocks)
-    writer = _FilesWriter(objects, plan.crawl, plan.run_id, shared, typed=plan.typed)
+@dataclass(frozen=True, slots=True)
+class ShardOutput:
+    """What one shard wrote: its files and counts (:class:`OutputSummary`'s shape), and its page index rows."""
+
+    index_rows: bytes
+    """Sorted by URL number: every row's number is inside the shard's range."""
+    files: list[dict[str, object]]
+    records: int
+    duplicates: int
+    carried_missing: int
+    bytes: int
+    types: dict[str, int]
+
+    def as_plain(self) -> dict[str, object]:
+        return {
+            "files": self.files,
+            "records": self.records,
+            "pages": len(self.index_rows) // _INDEX_ROW.size,
+            "duplicates": self.duplicates,
+            "carried_missing": self.carried_missing,
+            "bytes": self.bytes,
+            "types": self.types,
+        }
+
+
+def write_shard(
+    objects: ObjectStore,
+    plan: OutputPlan,
+    blocks: list[_Block],
+    missing: int,
+    shard: Shard,
+    drops: set[bytes],
+    reading: Reading = Reading(),
+) -> ShardOutput:
+    """Write one shard's records files: every block of its pages, each key once.
+
+    ``drops`` are key digests whose first copy another shard holds: every line of theirs here is left out.
+    """
+    shared = _mark_shared_keys(blocks, drops)
+    writer = _FilesWriter(objects, plan.crawl, plan.run_id, shared, drops, typed=plan.typed, shard=shard)
     try:
         for block, data in _read_blocks(objects, blocks, reading):
             writer.page(block, data)
@@ -163,17 +219,43 @@ def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Read
     except BaseException:
         writer.abort()
         raise
-    index = _INDEX_MAGIC + b"".join(_INDEX_ROW.pack(*row) for row in sorted(writer.index))
-    objects.put(index_key(plan.crawl, plan.run_id), index, "application/octet-stream")
-    summary = OutputSummary(
+    return ShardOutput(
         files=writer.files,
         records=writer.records,
-        pages=len(writer.index),
         duplicates=writer.duplicates,
         carried_missing=missing,
         bytes=writer.bytes,
-        folder=objects.location(records_prefix(plan.crawl, plan.run_id)),
         types=dict(sorted(writer.types.items())),
+        index_rows=b"".join(_INDEX_ROW.pack(*row) for row in sorted(writer.index)),
+    )
+
+
+def write_index_and_manifest(
+    objects: ObjectStore, plan: OutputPlan, shards: list[dict[str, object]], index_parts: Iterable[bytes]
+) -> OutputSummary:
+    """The run's page index (the shards' rows, shard after shard: hash order) and its manifest."""
+    writer = objects.writer(index_key(plan.crawl, plan.run_id), "application/octet-stream")
+    try:
+        writer.write(_INDEX_MAGIC)
+        for rows in index_parts:
+            writer.write(rows)
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    types: dict[str, int] = {}
+    for part in shards:
+        for kind, n in dict(part["types"]).items():  # type: ignore[call-overload]
+            types[kind] = types.get(kind, 0) + int(n)
+    summary = OutputSummary(
+        files=[f for part in shards for f in part["files"]],  # type: ignore[attr-defined]
+        records=sum(int(part["records"]) for part in shards),  # type: ignore[call-overload]
+        pages=sum(int(part["pages"]) for part in shards),  # type: ignore[call-overload]
+        duplicates=sum(int(part["duplicates"]) for part in shards),  # type: ignore[call-overload]
+        carried_missing=sum(int(part["carried_missing"]) for part in shards),  # type: ignore[call-overload]
+        bytes=sum(int(part["bytes"]) for part in shards),  # type: ignore[call-overload]
+        folder=objects.location(records_prefix(plan.crawl, plan.run_id)),
+        types=dict(sorted(types.items())),
     )
     manifest = {
         "crawl": plan.crawl,
@@ -192,12 +274,48 @@ def write_output(objects: ObjectStore, plan: OutputPlan, reading: Reading = Read
     return summary
 
 
-def load_index(objects: ObjectStore, crawl: str, run_id: str | None) -> PageIndex:
-    """A run's page index (empty when there is no run, or it wrote none)."""
+def load_index(objects: ObjectStore, crawl: str, run_id: str | None, shard: Shard | None = None) -> PageIndex:
+    """A run's page index, or only the rows of one shard's range (empty when there is no run, or it wrote none).
+
+    A large index is not read whole by a shard: its rows are fixed-size and sorted, so the shard's
+    first and last rows are found by bisecting with small range reads, and its rows read in one."""
     if run_id is None:
         return PageIndex()
-    data = objects.get(index_key(crawl, run_id))
-    return PageIndex.from_bytes(data) if data is not None else PageIndex()
+    key = index_key(crawl, run_id)
+    size = objects.size(key) if shard is not None else None
+    if shard is None or size is None or size <= _WHOLE_INDEX_BYTES:
+        data = objects.get(key)
+        if data is None:
+            return PageIndex()
+        index = PageIndex.from_bytes(data)
+        if shard is None or (shard.lo == 0 and shard.hi >= 1 << 64):
+            return index
+        first, last = bisect_left(index.numbers, shard.lo), bisect_left(index.numbers, shard.hi)
+        head = len(_INDEX_MAGIC)
+        return PageIndex.from_rows(data[head + first * _INDEX_ROW.size : head + last * _INDEX_ROW.size])
+    if objects.get_range(key, 0, len(_INDEX_MAGIC)) != _INDEX_MAGIC:
+        raise ValueError(f"{key}: not a page index (bad header)")
+    rows = (size - len(_INDEX_MAGIC)) // _INDEX_ROW.size
+
+    def number_at(row: int) -> int:
+        raw = objects.get_range(key, len(_INDEX_MAGIC) + row * _INDEX_ROW.size, 8)
+        return int(struct.unpack("<Q", raw)[0])
+
+    def first_at_least(value: int) -> int:
+        low, high = 0, rows
+        while low < high:
+            middle = (low + high) // 2
+            if number_at(middle) < value:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    first, last = first_at_least(shard.lo), first_at_least(shard.hi)
+    if first >= last:
+        return PageIndex()
+    start = len(_INDEX_MAGIC) + first * _INDEX_ROW.size
+    return PageIndex.from_rows(objects.get_range(key, start, (last - first) * _INDEX_ROW.size))
 
 
 def output_block(objects: ObjectStore, crawl: str, run_id: str) -> Callable[[int], tuple[str, int, int] | None]:
@@ -205,7 +323,7 @@ def output_block(objects: ObjectStore, crawl: str, run_id: str) -> Callable[[int
     or None when the output holds none of them (what ``sluice reextract`` keeps for a page it cannot re-extract:
     the output, not the run's working parts, which a finished local run no longer has)."""
     index = load_index(objects, crawl, run_id)
-    files = _typed_files(objects, crawl, run_id)  # a typed run's files are in its type's folder
+    files = output_files(objects, crawl, run_id)  # a typed run's files are in its type's folder
 
     def find(number: int) -> tuple[str, int, int] | None:
         where = index.where(number)
@@ -217,13 +335,42 @@ def output_block(objects: ObjectStore, crawl: str, run_id: str) -> Callable[[int
     return find
 
 
-def _typed_files(objects: ObjectStore, crawl: str, run_id: str) -> dict[int, str]:
-    """A typed run's output files by number, as its manifest lists them (their type is in the key)."""
+def file_number(key: str) -> int:
+    """An output file's number from its key: ``part-SSSSS-NNNNN`` (a sharded run's) or ``part-NNNNN`` (before)."""
+    name = key.rsplit("/", 1)[-1].removeprefix("part-").removesuffix(".jsonl")
+    shard, _, number = name.rpartition("-")
+    return (int(shard) << 16 | int(number)) if shard else int(number)
+
+
+def output_files(objects: ObjectStore, crawl: str, run_id: str) -> dict[int, str]:
+    """A run's output files by number, as its manifest lists them (a typed run's type is in the key)."""
     data = objects.get(manifest_key(crawl, run_id))
     if data is None:
         return {}
     files = json.loads(data).get("files", [])
-    return {int(f["key"].rsplit("part-", 1)[1].removesuffix(".jsonl")): f["key"] for f in files}
+    return {file_number(str(f["key"])): str(f["key"]) for f in files}
+
+
+def position(source: str, offset: int, prefixes: tuple[str, ...]) -> bytes:
+    """A block's place in the output's order as :data:`POSITION_BYTES` that sort as ``(source, offset)`` do.
+
+    Every source of a run starts with one of a few prefixes (the catalog run's records folder, this
+    run's parts folder), so the prefix's rank and the next 23 bytes of the rest stand for the key:
+    exact for a part (its name is a 32-digit uuid: two parts of one run sharing 23 of them never
+    happen) and for a catalog file."""
+    rank = next((i for i, prefix in enumerate(prefixes) if source.startswith(prefix)), len(prefixes))
+    rest = source[len(prefixes[rank]) :].encode() if rank < len(prefixes) else source.encode()
+    return bytes([rank]) + rest[:23].ljust(23, b"\0") + offset.to_bytes(8, "big")
+
+
+def first_positions(blocks: list[_Block], prefixes: tuple[str, ...]) -> dict[int, bytes]:
+    """Each key digest the blocks hold (as an integer), with the place of its first copy among them."""
+    first: dict[int, bytes] = {}
+    for block in sorted(blocks, key=lambda b: (b.source, b.offset)):
+        where = position(block.source, block.offset, prefixes)
+        for key in _key_digests(block.digests):
+            first.setdefault(int.from_bytes(key, "big"), where)
+    return first
 
 
 def _identity(line: bytes, decoder: json.JSONDecoder, typed: bool) -> tuple[str, str | None]:
@@ -254,8 +401,9 @@ def _digest_unlisted(objects: ObjectStore, blocks: list[_Block], *, typed: bool 
         block.digests = b"".join(digest(key) + bytes(DIGEST_BYTES) for key in keys)
 
 
-def _mark_shared_keys(blocks: list[_Block]) -> set[bytes]:
-    """Flag the blocks holding a key digest that more than one record of the run has; return those digests.
+def _mark_shared_keys(blocks: list[_Block], drops: set[bytes] = frozenset()) -> set[bytes]:  # type: ignore[assignment]
+    """Flag the blocks holding a key digest that more than one record of the shard has, or that another shard
+    keeps (``drops``); return those digests.
 
     Digests are bucketed by their first byte into compact arrays (8 bytes a record), and each
     bucket is sorted on its own, so memory stays near 8 bytes a record with no set of them all.
@@ -269,6 +417,7 @@ def _mark_shared_keys(blocks: list[_Block]) -> set[bytes]:
         ordered = sorted(bucket)
         shared.update(a.to_bytes(DIGEST_BYTES, "big") for a, b in itertools.pairwise(ordered) if a == b)
         buckets[i] = array("Q")  # each bucket's memory goes as soon as it is sorted
+    shared |= drops
     if not shared:
         return shared
     for block in blocks:
@@ -311,8 +460,22 @@ def _spans(blocks: Iterable[_Block], span_bytes: int) -> Iterator[list[_Block]]:
 class _FilesWriter:
     """``records/part-NNNNN.jsonl`` files, rolled over at page boundaries; the index of where pages went."""
 
-    def __init__(self, objects: ObjectStore, crawl: str, run_id: str, shared: set[bytes], *, typed: bool) -> None:
+    def __init__(
+        self,
+        objects: ObjectStore,
+        crawl: str,
+        run_id: str,
+        shared: set[bytes],
+        drops: set[bytes],
+        *,
+        typed: bool,
+        shard: Shard,
+    ) -> None:
         self.objects, self.crawl, self.run_id, self.typed = objects, crawl, run_id, typed
+        self._base = shard.index << 16
+        """The shard's files are numbered ``SSSSS << 16 | n``: their names say ``part-SSSSS-NNNNN``."""
+        self._drops = drops
+        """Key digests another shard keeps the first copy of: never written here."""
         self.types: dict[str, int] = {}
         self._open: dict[str | None, tuple[int, ObjectWriter]] = {}
         """The file being written per type (one-type: under None), with its number."""
@@ -353,7 +516,11 @@ class _FilesWriter:
         dropped = 0
         for line in data.splitlines(keepends=True):
             key = record_identity(*_identity(line, decoder, self.typed))
-            if digest(key) in self._shared:
+            key_digest = digest(key)
+            if key_digest in self._drops:
+                dropped += 1
+                continue
+            if key_digest in self._shared:
                 if key in self._emitted:
                     dropped += 1
                     continue
@@ -364,7 +531,7 @@ class _FilesWriter:
     def _writer(self, type_: str | None) -> tuple[int, ObjectWriter]:
         if type_ not in self._open:
             # Numbered across types in the order files open: a page index row's file number names one file.
-            number = len(self.files) + len(self._open)
+            number = self._base + len(self.files) + len(self._open)
             key = records_file(self.crawl, self.run_id, number, type_)
             self._open[type_] = (number, self.objects.writer(key, "application/x-ndjson"))
             self._file_records[number] = 0

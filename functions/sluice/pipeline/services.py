@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, WorkQueue
+from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, ShardTasks, WorkQueue
 from sluice.spec import CrawlSpec, SpecError, load_spec
 
 Trigger = Callable[[dict[str, object]], None]
@@ -45,6 +45,14 @@ class Tuning:
     """What the stack gives the functions: the run's cost estimate prices their time with it."""
     egress_ips: tuple[str, ...] = ()
     """With the stack's ``egress: fixed``, the addresses every request leaves from (a run's summary names them)."""
+    finalize_shard_pages: int = 50_000
+    """Pages a finalize shard holds at most: the shard count is the smallest power of two that keeps to it."""
+    finalize_max_shards: int = 4096
+    """Shards a run may have (4096 x 50,000 = 200M pages); a run that needs more ends failed, saying so."""
+    finalize_workers: int = 4
+    """Shard tasks run at once where they run on a thread pool (locally; the stack queues them)."""
+    finalize_attempts: int = 3
+    """Finalizing attempts a run gets (the sweep starts another after 20 minutes); then it ends failed."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class Services:
     """What the fleet knows of each target host between batches (None: one fetcher alone, as in unit tests)."""
     secrets: SecretSource | None = None
     """Where the secrets a spec's ``request`` section names are read (None: a spec that names one fails its pages)."""
+    finalize_shards: ShardTasks | None = None
+    """Where finalize shard tasks go: None runs them on a thread pool in the caller (locally, in tests, reextract)."""
     clock: Callable[[], float] = time.time
     """Epoch seconds: when a page is fetched and whether its recrawl interval has run out (tests move it a day on)."""
 

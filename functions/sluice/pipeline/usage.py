@@ -8,6 +8,7 @@ stack's batch shape; the summary shows the inputs beside the dollars.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -83,8 +84,34 @@ class UsageCounter:
         if result.archive is not None and result.archive.run_id == self.run_id:
             self.archives.add(result.archive.file)
 
+    def as_plain(self) -> dict[str, Any]:
+        """For a shard's result: numbers as they are; parts and archives by a 16-hex digest of their name
+        (what the estimate needs of them is how many distinct ones the run has)."""
+        plain: dict[str, Any] = {
+            k: getattr(self, k) for k in ("entries", "done", "links", "problems", "item_bytes", "result_units")
+        }
+        plain["fetch_ms"] = self.fetch_ms
+        plain["parts"] = sorted(_name_digest(p) for p in self.parts)
+        plain["archives"] = sorted(_name_digest(a) for a in self.archives)
+        return plain
+
+    def merge(self, plain: Mapping[str, Any]) -> None:
+        """Add another shard's :meth:`as_plain` (a part two shards' pages share is counted once)."""
+        for name in ("entries", "done", "links", "problems", "item_bytes", "result_units", "fetch_ms"):
+            setattr(self, name, getattr(self, name) + int(plain[name]))
+        self.parts.update(plain["parts"])
+        self.archives.update(plain["archives"])
+
     def usage(
-        self, tuning: Tuning, output: OutputSummary, *, seeds: int, concurrency: int, catalog: bool, finalize_s: float
+        self,
+        tuning: Tuning,
+        output: OutputSummary,
+        *,
+        seeds: int,
+        concurrency: int,
+        catalog: bool,
+        finalize_s: float,
+        shards: int = 1,
     ) -> tuple[RunUsage, RunUsage]:
         """(what grows with the run's pages, what any run costs once)."""
         per_batch = tuning.urls_per_message * tuning.batch_size
@@ -113,14 +140,29 @@ class UsageCounter:
         fixed = RunUsage(
             write_units=8,  # the run item and the lock, a handful of times
             read_units=4,
-            s3_puts=4,  # the seed set, page index, manifest, summary
-            s3_gets=1,
+            # the seed set, page index, manifest, summary; per finalize shard its six result objects
+            s3_puts=4 + SHARD_PUTS * shards,
+            s3_gets=1 + shard_gets(shards),
             sqs_requests=0,
             lambda_gb_s=(finalize_s + SCHEDULER_S) * tuning.finalizer_memory_mb / 1024,
             lambda_requests=2,
             log_bytes=2 * LOG_BYTES_PER_BATCH,
         )
         return variable, fixed
+
+
+def _name_digest(name: str) -> str:
+    return hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+
+
+SHARD_PUTS = 6
+"""Per finalize shard: scan (2 objects), keys (2), write (2)."""
+
+
+def shard_gets(shards: int) -> int:
+    """The finalize shards' reads of each other's results: each key task 2 ranges of every scan object,
+    each write task its plan (2) and 1-2 ranges of every keys object, the combine 4 objects a shard."""
+    return shards * (2 * shards) + shards * (2 + 2 * shards) + 4 * shards
 
 
 def _upload_requests(size: int) -> int:

@@ -59,6 +59,7 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": config.max_receive_count}),
         },
     )["QueueUrl"]
+    finalize_queue_url = _finalize_queues(sqs, config)
     for table in (config.ledger_table, config.records_table):
         ddb.create_table(
             TableName=table,
@@ -78,6 +79,7 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
             "records_table": config.records_table,
             "bucket": bucket,
             "queue_url": queue_url,
+            "finalize_queue_url": finalize_queue_url,
             "specs_dir": specs_dir,
             # Locally a returned message comes back in seconds, so a demo with faults stays short.
             "visibility_base_s": 1.0,
@@ -85,6 +87,28 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
             "allow_loopback": allow_loopback,
         }
     )
+
+
+def _finalize_queues(sqs: Any, config: StackConfig) -> str:
+    """The finalize shard tasks' standard queue and its dead-letter queue, as infra/queues.py makes them."""
+    dead = sqs.create_queue(
+        QueueName=config.finalize_dlq_name,
+        Attributes={"MessageRetentionPeriod": str(config.dlq_retention_days * 86400)},
+    )["QueueUrl"]
+    dead_arn = sqs.get_queue_attributes(QueueUrl=dead, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    url: str = sqs.create_queue(
+        QueueName=config.finalize_queue_name,
+        Attributes={
+            "VisibilityTimeout": str(config.finalizer.timeout_s * config.visibility_timeout_factor),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dead_arn, "maxReceiveCount": config.max_receive_count}),
+        },
+    )["QueueUrl"]
+    return url
+
+
+def finalize_dlq_url(config: StackConfig) -> str:
+    url: str = client("sqs").get_queue_url(QueueName=config.finalize_dlq_name)["QueueUrl"]
+    return url
 
 
 def dlq_url(config: StackConfig) -> str:

@@ -25,6 +25,7 @@ from infra.config import DEFAULT, FunctionSettings, StackConfig
 from moto import mock_aws
 
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice.pipeline.finalize import finalize_run
@@ -33,7 +34,9 @@ from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 from sluice_tools.emulate import state
 from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.events import sqs_record
 from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
+from sluice_tools.emulate.shards import drain_shards
 from sluice_tools.runner.secrets import copy_to_moto, local_credentials
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
@@ -111,10 +114,12 @@ class EmulatedRunner:
         lock = services.ledger.active_run(crawl)
         if lock is not None:
             finalize_run(crawl, lock.run_id, services, force=True)
+            self._finalize_shards(services)
 
     def _run(self, spec: CrawlSpec, services: Services, triggers: _Triggers, progress: Progress | None) -> LocalRun:
         upload_seed_file(services.objects, spec, self.specs_dir)
         answer = scheduler.handler({"crawl": spec.name}, self._context(self.config.scheduler))
+        self._finalize_shards(services)  # a start that closed a stale run or a failed start finalized it
         run_id = str(answer["run_id"])
         if not answer.get("failed"):  # a failed start closed its run: its summary says why
             self._drain(services, triggers, spec.name, run_id, progress)
@@ -122,6 +127,7 @@ class EmulatedRunner:
         if run is not None and run.status != "finished":
             # Nothing left in the queue yet URLs pending: they went to the dead-letter queue.
             finalize_run(spec.name, run_id, services, force=True)
+            self._finalize_shards(services)
         key = summary_key(spec.name, run_id)
         raw = services.objects.get(key)
         if raw is None:
@@ -160,6 +166,7 @@ class EmulatedRunner:
                     scheduler.handler(triggers.start.popleft(), self._context(self.config.scheduler))
                 while triggers.finalize:
                     finalizer.handler(triggers.finalize.popleft(), self._context(self.config.finalizer))
+                    self._finalize_shards(services)
                 run = services.ledger.get_run(crawl, run_id)
                 if progress is not None and run is not None:
                     p = services.frontier.progress(run_id)
@@ -170,6 +177,7 @@ class EmulatedRunner:
                     idle = busy[0] == 0
                 if idle and not triggers.finalize and self._queue_empty(services):
                     finalizer.handler({"crawl": crawl, "run_id": run_id}, self._context(self.config.finalizer))
+                    self._finalize_shards(services)
                     break
                 time.sleep(0.05)
         finally:
@@ -178,6 +186,12 @@ class EmulatedRunner:
                 worker.join(timeout=60)
         if errors:
             raise errors[0]
+
+    def _finalize_shards(self, services: Services) -> None:
+        """The finalize shard queue's event source mapping: its tasks delivered to the finalizer until none is left."""
+        tasks = services.finalize_shards
+        if isinstance(tasks, SqsShardTasks):
+            drain_shards(tasks.queue_url, lambda event: finalizer.handler(event, self._context(self.config.finalizer)))
 
     def _queue_empty(self, services: Services) -> bool:
         attributes = client("sqs").get_queue_attributes(
@@ -255,24 +269,3 @@ class EmulatedRunner:
             for message in batch:
                 seen[message["MessageId"]] = {"message_id": message["MessageId"], "body": message["Body"][:500]}
         return list(seen.values())
-
-
-def sqs_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:
-    """An SQS message as the event source mapping hands it to Lambda."""
-    attributes = message.get("Attributes", {})
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": {
-            "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-            "SentTimestamp": attributes.get("SentTimestamp", "0"),
-            "SenderId": attributes.get("SenderId", "local"),
-            "ApproximateFirstReceiveTimestamp": attributes.get("ApproximateFirstReceiveTimestamp", "0"),
-        },
-        "messageAttributes": {},
-        "md5OfBody": message.get("MD5OfBody", ""),
-        "eventSource": "aws:sqs",
-        "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:{queue_url.rsplit('/', 1)[-1]}",
-        "awsRegion": "us-east-1",
-    }

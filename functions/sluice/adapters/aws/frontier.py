@@ -23,6 +23,7 @@ from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress
+from sluice.domain.shards import Shard
 from sluice.messages import UrlTask
 from sluice.ports import Claims
 
@@ -119,13 +120,17 @@ class DynamoFrontier:
             raise
         return True
 
-    def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
+    def scan(self, run_id: str, *, consistent: bool = True, shard: Shard | None = None) -> Iterator[UrlEntry]:
         paginator = self._db.get_paginator("query")
-        for partition in range(keys.URL_PARTITIONS):  # partition H holds hashes starting with H: hash order
+        # Partition H holds hashes starting with H: hash order. A shard is a sort-key range of one partition
+        # (of a few, for a run of fewer than 16 shards).
+        for partition, first, last in (shard or Shard(0, 1)).partitions():
             pages = paginator.paginate(
                 TableName=self.table,
-                KeyConditionExpression="pk = :p",
-                ExpressionAttributeValues=to_item({":p": keys.url_partition(run_id, partition)}),
+                KeyConditionExpression="pk = :p AND sk BETWEEN :a AND :b",
+                ExpressionAttributeValues=to_item(
+                    {":p": keys.url_partition(run_id, partition), ":a": first, ":b": last}
+                ),
                 ConsistentRead=consistent,
             )
             for page in pages:

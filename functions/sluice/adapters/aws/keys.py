@@ -11,6 +11,10 @@ Ledger table:
   digit (``H``). A link's claim creates it; the URL's result replaces it once. A seed has no
   item until its result.
 
+- ``finalize#RUN_ID`` / ``ATTEMPT#PHASE``: the finalize shards of one phase of one finalizing attempt
+  that are done (a number set, ``done``): one conditional ``UpdateItem`` per shard task, at most a few
+  hundred per phase (a set of 4,096 shard numbers is about 20 KB, far inside the 400 KB item limit).
+
 - ``host#HOST`` / ``state``: what the fleet knows of one target host (``sluice.domain.hosts``).
   Written at most once per fetcher batch holding the host, and only when it says something.
 
@@ -59,6 +63,10 @@ def url_partition(run_id: str, partition: int) -> str:
 
 def url(run_id: str, url_hash: str) -> Key:
     return {"pk": url_partition(run_id, int(url_hash[0], 16)), "sk": url_hash}
+
+
+def finalize_phase(run_id: str, attempt: str, phase: str) -> Key:
+    return {"pk": f"finalize#{run_id}", "sk": f"{attempt}#{phase}"}
 
 
 def host(host_key: str) -> Key:

@@ -15,6 +15,7 @@ from typing import Any
 from sluice.adapters.local.store import Database
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress
+from sluice.domain.shards import Shard
 from sluice.messages import UrlTask
 from sluice.ports import Claims
 
@@ -131,19 +132,21 @@ class SqliteFrontier:
                 replaced += row is not None
         return replaced
 
-    def scan(self, run_id: str, *, consistent: bool = True) -> Iterator[UrlEntry]:
-        last = ""
+    def scan(self, run_id: str, *, consistent: bool = True, shard: Shard | None = None) -> Iterator[UrlEntry]:
+        whole = shard or Shard(0, 1)
+        first, last = whole.partitions()[0][1], whole.partitions()[-1][2]
+        after = ""
         while True:
             with self._db.reading() as db:
                 rows = db.execute(
                     "SELECT url_hash, url, depth, origin, parent, result, link FROM urls "
-                    "WHERE run_id = ? AND url_hash > ? ORDER BY url_hash LIMIT ?",
-                    (run_id, last, _PAGE),
+                    "WHERE run_id = ? AND url_hash > ? AND url_hash >= ? AND url_hash <= ? ORDER BY url_hash LIMIT ?",
+                    (run_id, after, first, last, _PAGE),
                 ).fetchall()
             if not rows:
                 return
             yield from map(_entry, rows)
-            last = rows[-1][0]
+            after = rows[-1][0]
 
     def add_progress(self, run_id: str, delta: Progress) -> None:
         """Nothing to report: :meth:`progress` counts the run's URLs themselves."""

@@ -1,0 +1,158 @@
+"""Finalize shards on both adapter sets: a shard that dies is retried and counted once, a shard past its
+retries or a run too large ends the run failed with the reason, and no run stays finalizing forever.
+
+Runs are synthetic (``sluice_tools.synthetic``: page results and parts written straight through the
+pipeline's own ports, the ledger on DynamoDB or SQLite), finalized by 8 shards: the AWS harness
+delivers the shard queue's tasks to the real finalizer handler, the local one runs them on the
+finalizer's thread pool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import pytest
+
+from sluice.adapters.aws.shardtasks import SqsShardTasks
+from sluice.domain.layout import summary_key
+from sluice.pipeline import finalize
+from sluice.pipeline.finalize import finalize_run
+from sluice_tools import synthetic
+
+PAGES = 60
+SHARD_PAGES = 8  # 60 pages: 8 shards
+
+
+class Killed(BaseException):
+    """An invocation that died (its timeout, its memory): nothing below it gets to handle it."""
+
+
+@pytest.fixture
+def run_id(pipeline: Any) -> str:
+    pipeline.configure(finalize_shard_pages=SHARD_PAGES)
+    synthetic.write_spec(pipeline.specs_dir)
+    return synthetic.write_run(pipeline.services, PAGES)
+
+
+@contextmanager
+def failing(phase: str, shard: int, times: int, error: type[BaseException] = RuntimeError) -> Iterator[list[int]]:
+    """Make one shard task of one phase fail ``times`` times, after doing its work (it dies mid-way)."""
+    real = finalize.run_task
+    calls: list[int] = []
+
+    def run_task(services: Any, run: Any, spec: Any, attempt: Any, this_phase: str, index: int) -> None:
+        real(services, run, spec, attempt, this_phase, index)
+        if (this_phase, index) == (phase, shard):
+            calls.append(index)
+            if len(calls) <= times:
+                raise error(f"shard {index} died after its work")
+
+    finalize.run_task = run_task  # type: ignore[assignment]
+    try:
+        yield calls
+    finally:
+        finalize.run_task = real  # type: ignore[assignment]
+
+
+def _clean(pipeline: Any, run_id: str) -> tuple[dict[str, Any], list[str]]:
+    summary = pipeline.summary(synthetic.CRAWL, run_id)
+    for volatile in ("finalized_at", "finalize_s", "cost"):
+        summary.pop(volatile)
+    return summary, sorted(json.dumps(r, sort_keys=True) for r in pipeline.records(synthetic.CRAWL, run_id))
+
+
+def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Any, run_id: str) -> None:
+    with failing("write", 3, times=1) as calls:
+        [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
+    assert calls == [3, 3]  # its work done twice: the retry rewrote its result whole
+
+    summary, records = _clean(pipeline, run_id)
+    assert done["healthy"] is True
+    assert summary["finalize_shards"] == 8
+    assert summary["pages"]["fetched"] + summary["pages"]["failed"] + summary["pages"]["skipped"] == PAGES
+    keys = [json.loads(r)["_key"] for r in records]
+    assert len(keys) == len(set(keys)) == summary["records"]["total"]  # every key once, nothing doubled
+    # The same run finalized again (forced), with no failure: the same summary and the same lines.
+    again = pipeline.services.ledger.get_run(synthetic.CRAWL, run_id)
+    assert again.status == "finished"
+    second = synthetic.write_run(pipeline.services, PAGES)
+    pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": second})
+    other, other_records = _clean(pipeline, second)
+    assert other_records == records
+    for field in ("pages", "records", "failures", "skips", "null_rates", "outputs"):
+        if field == "outputs":
+            assert other[field]["bytes"] == summary[field]["bytes"]
+        else:
+            assert other[field] == summary[field], field
+
+
+def test_a_shard_past_its_retries_ends_the_run_failed_with_the_reason(
+    pipeline: Any, run_id: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with failing("scan", 5, times=1000) as calls:
+        [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
+
+    assert len(calls) == pipeline.max_receive_count  # each receive of its task, then no more
+    assert done["healthy"] is False
+    summary = pipeline.summary(synthetic.CRAWL, run_id)
+    assert summary["status"] == "failed"
+    assert summary["failed"].startswith("finalize shard 5 of 8 (scan) failed")
+    assert "shard 5 died after its work" in summary["failed"]
+    run = pipeline.run_state(synthetic.CRAWL, run_id)
+    assert (run.status, run.healthy, run.complete) == ("finished", False, False)
+    assert pipeline.services.ledger.active_run(synthetic.CRAWL) is None  # the lock is released
+    documents = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [d["RunFailed"] for d in documents] == [[1.0]]  # the run-failed alarm's metric
+
+
+def test_a_run_too_large_for_the_stack_ends_failed_saying_what_to_raise(pipeline: Any, run_id: str) -> None:
+    pipeline.configure(finalize_max_shards=4)
+
+    [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
+
+    assert done["healthy"] is False
+    reason = pipeline.summary(synthetic.CRAWL, run_id)["failed"]
+    assert "60 pages need 8 finalize shards" in reason
+    assert "finalize_max_shards" in reason
+    assert pipeline.run_state(synthetic.CRAWL, run_id).status == "finished"
+
+
+def test_a_run_never_stays_finalizing_forever(pipeline: Any, run_id: str) -> None:
+    """Every attempt dies (its tasks killed, or never delivered); the attempt after the last ends the run failed."""
+    assert pipeline.services.ledger.begin_finalizing(synthetic.CRAWL, run_id)
+    attempts = pipeline.services.tuning.finalize_attempts
+    with failing("scan", 0, times=1000, error=Killed):
+        for _ in range(attempts):  # what the sweep does every 20 minutes, forced here
+            with suppress(Killed):
+                assert finalize_run(synthetic.CRAWL, run_id, pipeline.services, force=True) is None
+            assert pipeline.run_state(synthetic.CRAWL, run_id).status == "finalizing"
+        done = finalize_run(synthetic.CRAWL, run_id, pipeline.services, force=True)
+
+    assert done is not None
+    assert done.summary["status"] == "failed"
+    assert f"finalizing did not complete in {attempts} attempts" in done.summary["failed"]
+    assert pipeline.services.objects.get(summary_key(synthetic.CRAWL, run_id)) is not None
+    assert pipeline.run_state(synthetic.CRAWL, run_id).status == "finished"
+
+
+def test_a_shard_task_delivered_twice_is_counted_once(aws_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQS delivers at least once: every task of every phase sent twice still makes one summary, every key once."""
+    aws_pipeline.configure(finalize_shard_pages=SHARD_PAGES)
+    synthetic.write_spec(aws_pipeline.specs_dir)
+    once = synthetic.write_run(aws_pipeline.services, PAGES)
+    aws_pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": once})
+    expected = _clean(aws_pipeline, once)
+    real = SqsShardTasks.start
+    monkeypatch.setattr(SqsShardTasks, "start", lambda self, a, p: (real(self, a, p), real(self, a, p))[0])
+    twice = synthetic.write_run(aws_pipeline.services, PAGES)
+
+    finalized = aws_pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": twice})
+
+    assert [f["run_id"] for f in finalized] == [twice]  # combined once
+    summary, records = _clean(aws_pipeline, twice)
+    assert records == expected[1]
+    for field in ("pages", "records", "failures", "skips", "null_rates", "finalize_shards"):
+        assert summary[field] == expected[0][field], field
