@@ -23,7 +23,7 @@ import hashlib
 import json
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -128,7 +128,7 @@ class _Enforcer:
         body = request.body
         params = json.loads(body.decode() if isinstance(body, bytes) else (body or "{}"))
         tables = MotoTables(region=_region(request))
-        units: Counter[tuple[str, str, int]] = Counter()
+        units: dict[tuple[str, str, int], float] = defaultdict(float)
         try:
             writes = item_writes(operation, params, tables.key_schema)
             reads = item_reads(operation, params)
