@@ -7,6 +7,7 @@ its throttled calls absorbed by botocore's retries (adaptive mode, 8 attempts) a
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,15 @@ from botocore.config import Config
 from botocore.retries.bucket import TokenBucket
 from botocore.retries.standard import ExponentialBackoff, ThrottledRetryableChecker
 from botocore.session import get_session
+from infra.config import DEFAULT
 from moto import mock_aws
 
 from sluice.adapters.aws.clients import client, reset
 from sluice.domain.hosts import host_key
+from sluice.pipeline import robots, visit
+from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.emulate import runner as runner_module
 from sluice_tools.emulate.limits import Limits, enforced, partition_of
 from sluice_tools.emulate.runner import EmulatedRunner
 
@@ -48,8 +53,6 @@ def _runner(tmp_path: Path, site: RunningDemoSite, books_spec: Any) -> tuple[Emu
     crawls = tmp_path / "crawls"
     crawls.mkdir()
     (crawls / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
-    from sluice.spec import parse_spec
-
     return EmulatedRunner(crawls, tmp_path / "moto", workers=4, allow_loopback=True), parse_spec(data)
 
 
@@ -207,3 +210,38 @@ def test_a_fan_out_of_a_big_host_first_reaches_every_host_in_moto_s_emulated_win
             for message in pipeline.receive(10):
                 hosts |= {host_key(t["url"]) for t in json.loads(message.body)["tasks"]}
     assert len(hosts) == 51
+
+
+def test_a_fetcher_stopped_at_its_timeout_mid_batch_leaves_the_run_exact(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lambda stops the first invocation mid-fetch (the site answers in 3 s, the fetcher's timeout is 2 s): it
+    wrote nothing, its batch comes back after the stack's visibility (6 x 2 s), and the second one does it all."""
+    fetcher_settings = replace(DEFAULT.fetcher, timeout_s=2)
+    config = replace(DEFAULT, fetcher=fetcher_settings)
+    # The fetcher keeps 20 s in hand and bounds each fetch by what is left: taken away here, so that a fetch
+    # runs past the deadline and Lambda's stop is what ends the invocation.
+    monkeypatch.setattr(visit, "TIME_MARGIN_S", -10.0)
+    monkeypatch.setattr(visit, "PACK_MIN_TIME_S", 0.0)
+    # A redelivery waits up to 10 s for the robots.txt answer the stopped invocation was to share: scaled too.
+    monkeypatch.setattr(robots, "WAIT_S", 0.3)
+    data = books_spec(CRAWL, site.base_url)
+    crawls = tmp_path / "crawls"
+    crawls.mkdir()
+    (crawls / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    site.set_config(latency_ms=3000)
+    real_drop = runner_module._drop_container
+
+    def drop_and_heal() -> None:
+        real_drop()
+        site.set_config(latency_ms=0)  # the site is quick again for the redelivery
+
+    monkeypatch.setattr(runner_module, "_drop_container", drop_and_heal)
+    runner = EmulatedRunner(
+        crawls, tmp_path / "moto", workers=1, allow_loopback=True, config=config, lambda_timeouts=True
+    )
+    summary = runner.run(parse_spec(data)).summary
+    assert runner.timed_out == 1
+    assert (summary["status"], summary["pages"]["fetched"], summary["records"]["total"]) == ("finished", 5, 100)
+    assert summary["verdict"]["healthy"] is True
+    assert summary["dead_letters"] == 0
