@@ -64,11 +64,15 @@ def test_a_host_past_its_cap_is_queued_a_wave_at_a_time_and_every_seed_once(pipe
     assert set(urls) == all_urls(500)
     assert set(urls.values()) == {1}
     assert peak <= 2 * 3 + 1  # a wave (3 messages) and the next, sent before the wave's last message is deleted
-    # 470 spilled URLs in chunks of 30: 16 chunks, the last of them 20 URLs and pointing nowhere.
-    last = pipeline.services.objects.get(backlog_key("waves", run_id, chunk_name(HOST, 15)))
+    # 470 spilled URLs in waves of 30, 10 waves to a chunk: chunk 0 (300 URLs), chunk 1 (170: 6 waves, the last
+    # of 20 URLs pointing nowhere).
+    last = pipeline.services.objects.get(backlog_key("waves", run_id, chunk_name(HOST, 1)))
     assert last is not None
-    assert [json.loads(line).get("backlog") for line in last.decode().splitlines()] == [None] * 20
-    assert pipeline.services.objects.get(backlog_key("waves", run_id, chunk_name(HOST, 16))) is None
+    pointers = [json.loads(line).get("backlog") for line in last.decode().splitlines()]
+    assert len(pointers) == 170
+    assert [p for p in pointers if p] == [f"{chunk_name(HOST, 1)}/{w:02d}" for w in range(1, 6)]
+    assert pointers[-20:] == [None] * 20
+    assert pipeline.services.objects.get(backlog_key("waves", run_id, chunk_name(HOST, 2))) is None
 
 
 def test_a_capped_fan_out_hands_its_hosts_state_to_its_continuation(
@@ -115,7 +119,7 @@ def test_a_retried_capped_continuation_writes_the_same_chunks_and_loses_no_seed(
 
     def chunks() -> list[bytes | None]:
         return [
-            pipeline.services.objects.get(backlog_key("twice", first.run_id, chunk_name(HOST, n))) for n in range(15)
+            pipeline.services.objects.get(backlog_key("twice", first.run_id, chunk_name(HOST, n))) for n in range(3)
         ]
 
     monkeypatch.setattr(queue, "send", dies_sending_held)
@@ -124,7 +128,7 @@ def test_a_retried_capped_continuation_writes_the_same_chunks_and_loses_no_seed(
     written = chunks()
     monkeypatch.setattr(queue, "send", real_send)
     assert start_run(continuation, pipeline.services, time_left=lambda: 900.0).complete is True
-    assert [c is None for c in written] == [False] * 14 + [True]  # 280 spilled URLs: 14 chunks of 20
+    assert [c is None for c in written] == [False, False, True]  # 280 spilled URLs: chunks of 200 and 80
     assert chunks() == written
     urls, _ = play_queue(pipeline, "twice", first.run_id, 200)
     assert set(urls) == all_urls(size)

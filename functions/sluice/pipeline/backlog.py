@@ -4,12 +4,14 @@ SQS FIFO looks for a deliverable message group among the first 120,000 messages 
 and holds at most 120,000 in flight. A fan-out in seed order puts a host with millions of URLs
 ahead of every other host: the fleet then sees one group and crawls one host at a time. So the
 fan-out sends at most ``cap`` URLs of a host straight to the queue; the rest are written, in the
-host's own order, as chunks of ``cap`` URLs under the run's work prefix (``backlog/HOST_ID/SEQ``).
-Queued messages then stay under hosts x cap / URLs a message, whatever order the seeds come in.
+host's own order, in waves of ``cap`` URLs, :data:`WAVES_PER_CHUNK` waves to an object under the
+run's work prefix (``backlog/HOST_ID/SEQ``: one PUT per 2,000 URLs at the default cap). Queued
+messages then stay under hosts x (cap + 1), whatever order the seeds come in.
 
-The refill is the fetchers' own: the host's cap-th task carries a pointer to its first chunk, and
-the last task of each chunk a pointer to the next. The fetcher that visits a pointing task sends
-the chunk before its batch is acknowledged (:func:`send_backlog`): a failure is a redelivery, which
+The refill is the fetchers' own: the host's cap-th task carries a pointer to its first wave, and
+the last task of each wave a pointer to the next (``HOST_ID/SEQ/WAVE``). The fetcher that visits a
+pointing task reads the wave's chunk and sends that wave before its batch is acknowledged
+(:func:`send_backlog`; a GET per wave, a tenth of a PUT's price): a failure is a redelivery, which
 sends it again (its tasks marked ``again``, so done URLs are looked up, not fetched), as a page re-sends
 the links it claimed. No cursor item, no polling loop, and a host's messages keep their order (a
 listing before its books): a chunk is sent only after every message before it was sent.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -34,6 +37,8 @@ from sluice.messages import MalformedMessage, UrlTask, parse_body
 from sluice.pipeline.services import Services
 from sluice.ports import ObjectStore
 
+WAVES_PER_CHUNK = 10
+"""Waves of a host's backlog to one chunk object: a PUT is 12.5 times a GET's price, so waves share one."""
 BUFFER_BYTES = 128 * 1024 * 1024
 """The scheduler's spill buffers stay under this (the largest are written early as partial chunks past it)."""
 _CONTENT_TYPE = "application/x-ndjson"
@@ -45,7 +50,13 @@ def host_id(host: str) -> str:
 
 
 def chunk_name(host: str, seq: int) -> str:
+    """A chunk object's name under ``backlog/``: ``HOST_ID/SEQ``."""
     return f"{host_id(host)}/{seq:06d}"
+
+
+def wave_name(host: str, seq: int, wave: int) -> str:
+    """What a task points at: ``HOST_ID/SEQ/WAVE``."""
+    return f"{chunk_name(host, seq)}/{wave:02d}"
 
 
 def in_order(tasks: Iterable[UrlTask], size: int) -> Iterator[list[UrlTask]]:
@@ -74,8 +85,8 @@ class _Host:
     seq: int = 0
     """Chunks written."""
     buffer: list[UrlTask] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    """Each buffered task's bytes (what the budget counts)."""
+    lines: list[str] = field(default_factory=list)
+    """Each buffered task as its chunk line (what the budget counts: its bytes)."""
     size: int = 0
 
     def to_json(self) -> dict[str, object]:
@@ -122,13 +133,14 @@ class HostBacklog:
         return now
 
     def _spill(self, host: str, state: _Host, task: UrlTask) -> None:
-        size = len(task.model_dump_json()) + 1
+        line = task.model_dump_json() + "\n"
+        size = len(line)
         state.buffer.append(task)
-        state.sizes.append(size)
+        state.lines.append(line)
         state.size += size
         self.buffered += size
-        if len(state.buffer) > self.cap:  # a whole chunk, and at least one task after it
-            self._write(host, state, self.cap, more=True)
+        if len(state.buffer) > self.cap * WAVES_PER_CHUNK:  # a whole chunk, and at least one task after it
+            self._write(host, state, self.cap * WAVES_PER_CHUNK, more=True)
         if self.buffered > self.budget:
             self._relieve()
 
@@ -141,10 +153,17 @@ class HostBacklog:
 
     def _write(self, host: str, state: _Host, count: int, *, more: bool) -> None:
         tasks, state.buffer = state.buffer[:count], state.buffer[count:]
-        written, state.sizes = sum(state.sizes[:count]), state.sizes[count:]
-        if more:
-            tasks[-1] = tasks[-1].model_copy(update={"backlog": chunk_name(host, state.seq + 1)})
-        body = "".join(t.model_dump_json() + "\n" for t in tasks).encode()
+        lines, state.lines = state.lines[:count], state.lines[count:]
+        written = sum(len(line) for line in lines)
+        waves = math.ceil(len(tasks) / self.cap)
+        for wave in range(waves):
+            last = min(len(tasks), (wave + 1) * self.cap) - 1
+            pointer = wave_name(host, state.seq, wave + 1) if wave + 1 < waves else None
+            if pointer is None and more:
+                pointer = wave_name(host, state.seq + 1, 0)
+            if pointer is not None:
+                lines[last] = tasks[last].model_copy(update={"backlog": pointer}).model_dump_json() + "\n"
+        body = "".join(lines).encode()
         self.objects.put(backlog_key(self.crawl, self.run_id, chunk_name(host, state.seq)), body, _CONTENT_TYPE)
         self.chunks_written += 1
         state.seq += 1
@@ -161,7 +180,7 @@ class HostBacklog:
                 self._write(host, state, len(state.buffer), more=False)
             task = state.held
             if state.seq > 0:
-                task = task.model_copy(update={"backlog": chunk_name(host, 0)})
+                task = task.model_copy(update={"backlog": wave_name(host, 0, 0)})
             held.append(task)
             state.held = None
         return held
@@ -191,38 +210,56 @@ class HostBacklog:
         backlog.chunks_written = int(saved["chunks"])
         for host, h in saved["hosts"].items():
             buffer = [UrlTask.model_validate(t) for t in h["buffer"]]
-            sizes = [len(t.model_dump_json()) + 1 for t in buffer]
+            lines = [t.model_dump_json() + "\n" for t in buffer]
             held = UrlTask.model_validate(h["held"]) if h["held"] is not None else None
-            backlog.hosts[host] = _Host(h["direct"], held, h["seq"], buffer, sizes, sum(sizes))
-            backlog.buffered += sum(sizes)
+            size = sum(len(line) for line in lines)
+            backlog.hosts[host] = _Host(h["direct"], held, h["seq"], buffer, lines, size)
+            backlog.buffered += size
         return backlog
 
 
 @dataclass(frozen=True, slots=True)
 class Refill:
-    chunks: int
+    waves: int
     tasks: int
 
 
 def send_backlog(services: Services, crawl: str, run_id: str, pointers: Sequence[tuple[str, bool]]) -> Refill:
-    """Send the backlog chunks ``(chunk, again)`` name, each in the order it was written; a chunk that is
-    absent is the end of its host's backlog. ``again`` (a redelivered message, a re-sent task) marks the chunk's
+    """Send the backlog waves ``(wave, again)`` name, each in the order it was written; a wave whose chunk is
+    absent is the end of its host's backlog. ``again`` (a redelivered message, a re-sent task) marks the wave's
     tasks as maybe done. Raises what the store or queue raise: the caller's message is then redelivered."""
-    chunks: dict[str, bool] = {}
-    for chunk, again in pointers:
-        chunks[chunk] = chunks.get(chunk, False) or again
+    waves: dict[str, bool] = {}
+    for wave, again in pointers:
+        waves[wave] = waves.get(wave, False) or again
+    chunks: dict[str, list[list[UrlTask]] | None] = {}
     sent = Refill(0, 0)
-    for chunk, again in chunks.items():
-        raw = services.objects.get(backlog_key(crawl, run_id, chunk))
-        if raw is None:
+    for wave, again in waves.items():
+        chunk, _, number = wave.rpartition("/")
+        if chunk not in chunks:
+            raw = services.objects.get(backlog_key(crawl, run_id, chunk))
+            chunks[chunk] = (
+                None if raw is None else _waves([_task(line, chunk) for line in raw.decode().splitlines() if line])
+            )
+        found = chunks[chunk]
+        if found is None or int(number) >= len(found):
             continue
-        tasks = [_task(line, chunk) for line in raw.decode().splitlines() if line]
+        tasks = found[int(number)]
         if again:
             tasks = [t.model_copy(update={"again": True}) for t in tasks]
-        for send in in_order(tasks, len(tasks) or 1):
+        for send in in_order(tasks, len(tasks)):
             services.queue.send(crawl, run_id, send)
-        sent = Refill(sent.chunks + 1, sent.tasks + len(tasks))
+        sent = Refill(sent.waves + 1, sent.tasks + len(tasks))
     return sent
+
+
+def _waves(tasks: list[UrlTask]) -> list[list[UrlTask]]:
+    """A chunk's waves: each ends with the task that points at the next (the last wave may point nowhere)."""
+    waves: list[list[UrlTask]] = [[]]
+    for task in tasks:
+        waves[-1].append(task)
+        if task.backlog is not None:
+            waves.append([])
+    return [w for w in waves if w]
 
 
 def _task(line: str, chunk: str) -> UrlTask:
