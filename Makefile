@@ -49,6 +49,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.many_hosts
+	$(BIN)/python -m bench.fanout
 
 cost: $(STAMP)
 	$(BIN)/python -m bench.cost
