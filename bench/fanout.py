@@ -87,6 +87,11 @@ def measure(urls: int, hosts: int, cap_messages: int, window: int, seeds: bytes)
                 "SELECT COUNT(DISTINCT grp) FROM (SELECT grp FROM queue ORDER BY id LIMIT ?)", (window,)
             ).fetchone()
             (groups,) = db.execute("SELECT COUNT(DISTINCT grp) FROM queue").fetchone()
+            # How deep in the queue the last host's first message sits: what the fleet must get through first.
+            (deepest,) = db.execute(
+                "SELECT MAX(n) FROM (SELECT MIN(n) AS n FROM "
+                "(SELECT grp, ROW_NUMBER() OVER (ORDER BY id) AS n FROM queue) GROUP BY grp)"
+            ).fetchone()
     spilled = urls - answer.enqueued
     cap_urls = cap_messages * DEFAULT.urls_per_message
     waves = math.ceil(spilled / cap_urls) if cap_urls else 0
@@ -104,6 +109,7 @@ def measure(urls: int, hosts: int, cap_messages: int, window: int, seeds: bytes)
         "waves_sent_by_fetchers": waves,
         "hosts_in_first_window": in_window,
         "hosts_queued": groups,
+        "last_host_first_message_at": deepest,
         "window": window,
     }
 
@@ -112,7 +118,8 @@ def write_doc(results: list[dict[str, Any]], command: str) -> None:
     rows = "".join(
         f"| {r['host_backlog_messages'] or 'none (all at once)'} | {r['seconds']} | {r['peak_rss_mb']} | "
         f"{r['messages_queued_by_scheduler']:,} | {r['urls_in_backlog']:,} | {r['chunks_written']:,} | "
-        f"{r['waves_sent_by_fetchers']:,} | {r['hosts_in_first_window']:,} of {r['hosts']:,} |\n"
+        f"{r['waves_sent_by_fetchers']:,} | {r['hosts_in_first_window']:,} of {r['hosts']:,} | "
+        f"{r['last_host_first_message_at']:,} |\n"
         for r in results
     )
     first = results[0]
@@ -124,8 +131,9 @@ def write_doc(results: list[dict[str, Any]], command: str) -> None:
         f"a message among the first {first['window']:,} messages of the queue, all SQS FIFO looks at to find a "
         "group it can deliver.\n\n"
         "| host backlog cap (messages) | seconds | peak RSS MB | messages the scheduler queued | URLs left to "
-        "the backlog | chunk PUTs | waves the fetchers send (a GET each) | hosts in the first window |\n"
-        "|---|---|---|---|---|---|---|---|\n"
+        "the backlog | chunk PUTs | waves the fetchers send (a GET each) | hosts in the first window | the last "
+        "host's first message, in queue order |\n"
+        "|---|---|---|---|---|---|---|---|---|\n"
         f"{rows}\n"
         "Without a cap the first window holds the first hosts of the file only, and the fleet crawls them "
         "while every other host waits behind them. With it each host has at most cap + 1 messages queued "

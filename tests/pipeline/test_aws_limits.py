@@ -66,6 +66,8 @@ def test_a_first_and_a_nightly_run_come_out_exact_while_dynamodb_and_s3_throttle
         dynamo_partitions=2,
         s3_writes_per_prefix=1,
         s3_reads_per_prefix=2,
+        fifo_window=20,  # the demo's one host: its messages queue behind one another, the window sees the head
+        fifo_in_flight=10,
     )
     with enforced(limits) as refused:
         first = runner.run(spec).summary

@@ -42,6 +42,8 @@ WAVES_PER_CHUNK = 10
 BUFFER_BYTES = 128 * 1024 * 1024
 """The scheduler's spill buffers stay under this (the largest are written early as partial chunks past it)."""
 _CONTENT_TYPE = "application/x-ndjson"
+_STR_OVERHEAD = 64
+"""What a buffered line costs beyond its characters (a str object and its slot in the list)."""
 
 
 def host_id(host: str) -> str:
@@ -84,9 +86,8 @@ class _Host:
     """The cap-th task, sent when the fan-out ends, pointing at chunk 0 if there is one."""
     seq: int = 0
     """Chunks written."""
-    buffer: list[UrlTask] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
-    """Each buffered task as its chunk line (what the budget counts: its bytes)."""
+    """Each buffered task as its chunk line: a line is a tenth of a task object's memory."""
     size: int = 0
 
     def to_json(self) -> dict[str, object]:
@@ -94,7 +95,7 @@ class _Host:
             "direct": self.direct,
             "held": self.held.model_dump(mode="json") if self.held is not None else None,
             "seq": self.seq,
-            "buffer": [t.model_dump(mode="json") for t in self.buffer],
+            "lines": self.lines,
         }
 
 
@@ -134,12 +135,11 @@ class HostBacklog:
 
     def _spill(self, host: str, state: _Host, task: UrlTask) -> None:
         line = task.model_dump_json() + "\n"
-        size = len(line)
-        state.buffer.append(task)
+        size = len(line) + _STR_OVERHEAD
         state.lines.append(line)
         state.size += size
         self.buffered += size
-        if len(state.buffer) > self.cap * WAVES_PER_CHUNK:  # a whole chunk, and at least one task after it
+        if len(state.lines) > self.cap * WAVES_PER_CHUNK:  # a whole chunk, and at least one task after it
             self._write(host, state, self.cap * WAVES_PER_CHUNK, more=True)
         if self.buffered > self.budget:
             self._relieve()
@@ -147,22 +147,22 @@ class HostBacklog:
     def _relieve(self) -> None:
         """Write the largest buffers (a deterministic order) until half the budget is free."""
         for host, state in sorted(self.hosts.items(), key=lambda kv: (-kv[1].size, kv[0])):
-            if self.buffered <= self.budget // 2 or not state.buffer:
+            if self.buffered <= self.budget // 2 or not state.lines:
                 break
-            self._write(host, state, len(state.buffer), more=True)
+            self._write(host, state, len(state.lines), more=True)
 
     def _write(self, host: str, state: _Host, count: int, *, more: bool) -> None:
-        tasks, state.buffer = state.buffer[:count], state.buffer[count:]
         lines, state.lines = state.lines[:count], state.lines[count:]
-        written = sum(len(line) for line in lines)
-        waves = math.ceil(len(tasks) / self.cap)
+        written = sum(len(line) + _STR_OVERHEAD for line in lines)
+        waves = math.ceil(len(lines) / self.cap)
         for wave in range(waves):
-            last = min(len(tasks), (wave + 1) * self.cap) - 1
+            last = min(len(lines), (wave + 1) * self.cap) - 1
             pointer = wave_name(host, state.seq, wave + 1) if wave + 1 < waves else None
             if pointer is None and more:
                 pointer = wave_name(host, state.seq + 1, 0)
             if pointer is not None:
-                lines[last] = tasks[last].model_copy(update={"backlog": pointer}).model_dump_json() + "\n"
+                task = UrlTask.model_validate_json(lines[last])
+                lines[last] = task.model_copy(update={"backlog": pointer}).model_dump_json() + "\n"
         body = "".join(lines).encode()
         self.objects.put(backlog_key(self.crawl, self.run_id, chunk_name(host, state.seq)), body, _CONTENT_TYPE)
         self.chunks_written += 1
@@ -176,8 +176,8 @@ class HostBacklog:
         for host, state in self.hosts.items():
             if state.held is None:
                 continue
-            if state.buffer:
-                self._write(host, state, len(state.buffer), more=False)
+            if state.lines:
+                self._write(host, state, len(state.lines), more=False)
             task = state.held
             if state.seq > 0:
                 task = task.model_copy(update={"backlog": wave_name(host, 0, 0)})
@@ -209,11 +209,10 @@ class HostBacklog:
             raise ValueError(f"the host backlog cap changed mid-run ({saved['cap']} to {cap} URLs)")
         backlog.chunks_written = int(saved["chunks"])
         for host, h in saved["hosts"].items():
-            buffer = [UrlTask.model_validate(t) for t in h["buffer"]]
-            lines = [t.model_dump_json() + "\n" for t in buffer]
+            lines = [str(line) for line in h["lines"]]
             held = UrlTask.model_validate(h["held"]) if h["held"] is not None else None
-            size = sum(len(line) for line in lines)
-            backlog.hosts[host] = _Host(h["direct"], held, h["seq"], buffer, lines, size)
+            size = sum(len(line) + _STR_OVERHEAD for line in lines)
+            backlog.hosts[host] = _Host(h["direct"], held, h["seq"], lines, size)
             backlog.buffered += size
         return backlog
 
