@@ -38,9 +38,9 @@ def _spec(name: str) -> dict[str, Any]:
     }
 
 
-def _grouped_seed_file() -> bytes:
+def _grouped_seed_file(big: int) -> bytes:
     """As people write them: the big host's URLs first, then each small host's (ports nothing listens on)."""
-    lines = [f"http://127.0.0.1:9/big/{n}.html" for n in range(BIG)]
+    lines = [f"http://127.0.0.1:9/big/{n}.html" for n in range(big)]
     lines += [f"http://127.0.0.1:{20_000 + h}/small/{n}.html" for h in range(SMALL_HOSTS) for n in range(SMALL)]
     return ("\n".join(lines) + "\n").encode()
 
@@ -56,13 +56,13 @@ class Played:
     queued_peak: int
 
 
-def _play(pipeline: Any, cap_messages: int, rounds: int = ROUNDS) -> Played:
+def _play(pipeline: Any, cap_messages: int, rounds: int = ROUNDS, big: int = BIG) -> Played:
     pipeline.configure(host_backlog_messages=cap_messages)
     queue = pipeline.store.queue
     queue.head_window = WINDOW
     queue.in_flight_quota = WINDOW  # scaled down as the window is: the fleet's 20 x 10 never pass it
     pipeline.spec(_spec("skewed"))
-    pipeline.services.objects.put(seeds_key("skewed", "seeds.txt"), _grouped_seed_file(), "text/plain")
+    pipeline.services.objects.put(seeds_key("skewed", "seeds.txt"), _grouped_seed_file(big), "text/plain")
     run_id = pipeline.start("skewed")
     big = host_key("http://127.0.0.1:9/")
     small_left = {host_key(f"http://127.0.0.1:{20_000 + h}/"): SMALL for h in range(SMALL_HOSTS)}
@@ -101,6 +101,7 @@ def _small_hosts_first(played: Played) -> None:
     assert played.big_received < BIG // 10  # the small hosts finished while the big one had 90 % to go
 
 
+@pytest.mark.timeout(300)  # a fan-out of 101,000 seeds: seconds alone, more on a loaded machine
 def test_a_big_host_first_in_the_seed_file_does_not_starve_the_small_ones(local_pipeline: Any) -> None:
     played = _play(local_pipeline, cap_messages=20)
     _small_hosts_first(played)
@@ -112,7 +113,8 @@ def test_a_big_host_first_in_the_seed_file_does_not_starve_the_small_ones(local_
 def test_the_old_fan_out_starves_them_on_the_same_window(local_pipeline: Any) -> None:
     """No cap (``host_backlog_messages: 0``) is the old fan-out, every seed sent at once in seed order: the window
     holds the big host alone, and the check above fails."""
-    played = _play(local_pipeline, cap_messages=0, rounds=5)  # 5 rounds: the new fan-out needs 1
+    # 10,000 URLs of the big host are 1,000 messages, five windows of them: as hidden as 100,000, and quicker.
+    played = _play(local_pipeline, cap_messages=0, rounds=5, big=10_000)  # 5 rounds: the new fan-out needs 1
     assert played.first_hosts == {host_key("http://127.0.0.1:9/")}
     assert played.small_done_round is None
     with pytest.raises(AssertionError, match="first window held 1 hosts"):
