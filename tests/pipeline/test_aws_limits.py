@@ -56,6 +56,7 @@ def _runner(tmp_path: Path, site: RunningDemoSite, books_spec: Any) -> tuple[Emu
     return EmulatedRunner(crawls, tmp_path / "moto", workers=4, allow_loopback=True), parse_spec(data)
 
 
+@pytest.mark.timeout(300)  # two runs whose calls are refused and retried with waits: ~45 s, more under load
 def test_a_first_and_a_nightly_run_come_out_exact_while_dynamodb_and_s3_throttle(
     tmp_path: Path, site: RunningDemoSite, books_spec: Any
 ) -> None:
@@ -214,6 +215,7 @@ def test_a_fan_out_of_a_big_host_first_reaches_every_host_in_moto_s_emulated_win
     assert len(hosts) == 51
 
 
+@pytest.mark.timeout(300)  # the stopped batch comes back after the stack's visibility, 12 s
 def test_a_fetcher_stopped_at_its_timeout_mid_batch_leaves_the_run_exact(
     tmp_path: Path, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
