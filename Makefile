@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.many_hosts
 	# Finalizing in shards: the section from kept results (measure: python -m bench.finalize_scale --synthetic N)
 	$(BIN)/python -m bench.finalize_scale --doc
+	$(BIN)/python -m bench.fanout
 
 cost: $(STAMP)
 	$(BIN)/python -m bench.cost

@@ -58,6 +58,9 @@ class StackConfig:
     fetcher_max_concurrency: int = 20
     pack_receives: int = 8
     """A fetcher whose batch holds too few hosts for its concurrency receives more, at most this often."""
+    host_backlog_messages: int = 20
+    """Messages of one host the fan-out queues at once (20 x 10 = 200 URLs); its other seeds wait in S3 and
+    follow in waves. Queued messages stay under hosts x this: keep that under FIFO's 120,000 (6,000 hosts)."""
     # Visibility timeout is 6x the fetcher's timeout (AWS's advice for SQS event sources): a batch
     # still being retried by the poller must not become visible to a second fetcher.
     visibility_timeout_factor: int = 6
@@ -185,6 +188,7 @@ class StackConfig:
             "claim_ttl_days": self.claim_ttl_days,
             "batch_size": self.batch_size,
             "pack_receives": self.pack_receives,
+            "host_backlog_messages": self.host_backlog_messages,
             "fetcher_memory_mb": self.fetcher.memory_mb,
             "finalizer_memory_mb": self.finalizer.memory_mb,
             "egress": self.egress,

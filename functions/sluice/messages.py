@@ -26,6 +26,8 @@ MAX_DIGEST_BYTES = MAX_DIGESTS * RECORD_DIGEST_BYTES
 """A task carries the digests of up to 2,000 records (a page with more is classified as all new)."""
 MAX_DIGESTS_B64 = 4 * ((MAX_DIGEST_BYTES + 2) // 3)
 _ARCHIVE_REF = r"^[0-9A-Za-z-]+/[0-9a-f]+/[0-9]+/[0-9]+$"
+BACKLOG_WAVE = r"^[0-9a-f]{16}/[0-9]{6}/[0-9]{2}$"
+"""A wave of a host's backlog: the host's id (16 hex characters of its key's hash), its chunk's number, the wave's."""
 MAX_ETAG, MAX_LM = 1024, 256
 """Longest ETag and Last-Modified a task carries (a site can send longer; those pages are fetched whole)."""
 
@@ -116,6 +118,10 @@ class UrlTask(_Message):
     """The page type's follow rule whose link this is (a spec with ``types``): it helps say the page's type."""
     carry: Annotated[dict[str, str | int | float | bool | None] | None, Field(exclude_if=lambda v: v is None)] = None
     """Fields the linking page carried to this one, merged into its records; JSON scalars, bounded."""
+    # Left out of a message when absent: a host under its backlog cap sends the tasks it sent before, byte for byte.
+    backlog: Annotated[str | None, Field(pattern=BACKLOG_WAVE, exclude_if=lambda v: v is None)] = None
+    """The next wave of its host's backlog (``HOST_ID/CHUNK/WAVE``, :mod:`sluice.pipeline.backlog`): the fetcher
+    that visits this task sends that wave's tasks before its batch is acknowledged, so the host's seeds follow."""
 
     @property
     def awaits_linking_page(self) -> bool:

@@ -246,6 +246,29 @@ def test_a_run_seeded_from_sitemaps_and_its_nightly_need_nothing_the_roles_do_no
     assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
 
 
+def test_a_run_whose_host_backlog_waits_in_s3_needs_nothing_the_roles_do_not_grant(
+    granted: GrantedStack, site: RunningDemoSite
+) -> None:
+    """At a backlog cap of one message, 53 of the 63 seeds wait in the run's work prefix: the scheduler writes the
+    chunks, the fetchers read them as they refill the host's waves."""
+    granted.settings = granted.settings.model_copy(update={"host_backlog_messages": 1})
+    data = _spec(site.base_url) | {
+        "name": "waves",
+        "seeds": {"urls": [f"{site.base_url}/catalogue/page-1.html"], "sitemaps": "from_robots"},
+    }
+    data["follow"] = {"max_depth": 0, "max_pages": 200}
+    (granted.settings.specs_dir / "waves.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    load_crawl.cache_clear()
+    first = granted.run("waves")
+    assert (first["status"], first["pages"]["fetched"], first["records"]["total"]) == ("finished", 63, 60)
+    nightly = granted.run("waves")
+    assert (nightly["status"], nightly["pages"]["not_due"], nightly["records"]["total"]) == ("finished", 63, 60)
+    with grants.acting_as(granted.keys[ADMIN]):
+        listed = client("s3").list_objects_v2(Bucket=granted.settings.bucket, Prefix="work/crawl=waves/")
+    assert any("/backlog/" in o["Key"] for o in listed.get("Contents", []))
+    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+
+
 def test_a_typed_run_whose_books_read_their_listings_back_needs_nothing_the_roles_do_not_grant(
     granted: GrantedStack, site: RunningDemoSite
 ) -> None:

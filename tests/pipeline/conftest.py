@@ -647,3 +647,10 @@ def aws_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pi
     """The pipeline on moto only: for what is about the AWS path itself (handlers, events, request counts)."""
     with aws_harness(tmp_path, monkeypatch) as aws:
         yield Pipeline(aws)
+
+
+@pytest.fixture
+def local_pipeline(tmp_path: Path) -> Iterator[Pipeline]:
+    """The pipeline on the local store only: for what the local queue plays (its head window, in-flight quota)."""
+    with local_harness(tmp_path) as local:
+        yield Pipeline(local)

@@ -67,6 +67,7 @@ def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any
     # per URL, but on a loaded machine the larger run crosses 5 s and makes one more. This test is
     # about per-URL writes, so the timer is put out of reach (the resume test below sets it to 0).
     monkeypatch.setattr(start, "RECORD_EVERY_S", 3600.0)
+    pipeline.configure(host_backlog_messages=0)  # one host: every seed straight to the queue, as before the cap
     calls = Calls()
     per_size: dict[int, Counter[str]] = {}
     for size in (1_000, 4_000):
@@ -92,6 +93,7 @@ def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any
 
 
 def test_fanout_continues_from_its_offset_when_time_runs_low(pipeline: Any) -> None:
+    pipeline.configure(host_backlog_messages=0)
     size = 1_500
     pipeline.spec(seeds_spec("big", size))
 
@@ -117,6 +119,7 @@ def test_retried_continuation_sends_seeds_again_and_the_run_still_counts_each_on
     pipeline: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(start, "CHUNK", 10)
+    pipeline.configure(host_backlog_messages=0)
     size = 25
     pipeline.spec(seeds_spec("retried", size))
     first = start_run(StartEvent(crawl="retried"), pipeline.services, time_left=lambda: 0.0)
@@ -161,6 +164,7 @@ def test_retried_start_that_died_mid_fan_out_resumes_its_own_run(
     """Lambda retries a failed start with the same event: it must resume the run it opened, not be refused by it."""
     monkeypatch.setattr(start, "CHUNK", 10)
     monkeypatch.setattr(start, "RECORD_EVERY_S", 0.0)
+    pipeline.configure(host_backlog_messages=0)  # (a capped fan-out records where it got only when it hands over)
     size = 25
     pipeline.spec(seeds_spec("resumed", size))
     queue = pipeline.services.queue

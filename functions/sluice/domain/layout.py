@@ -55,6 +55,17 @@ def part_key(crawl: str, run_id: str, part_id: str) -> str:
     return f"{work_prefix(crawl, run_id)}parts/{part_id}.jsonl"
 
 
+def backlog_key(crawl: str, run_id: str, chunk: str) -> str:
+    """One chunk of a host's backlog (``HOST_ID/SEQ``): the seeds past the host's cap, sent by the fetcher that
+    visits the task pointing at it (:mod:`sluice.pipeline.backlog`)."""
+    return f"{work_prefix(crawl, run_id)}backlog/{chunk}.jsonl"
+
+
+def backlog_cursor_key(crawl: str, run_id: str, offset: int) -> str:
+    """What a fan-out handing over at ``offset`` leaves its continuation: each host's count, held task and buffer."""
+    return f"{work_prefix(crawl, run_id)}backlog/cursor-{offset:012d}.json"
+
+
 def archive_key(crawl: str, run_id: str, file_id: str) -> str:
     """One batch's responses as WARC (``file_id`` unique per invocation, as a part's is)."""
     return f"{ARCHIVE_PREFIX}crawl={crawl}/run={run_id}/{file_id}.warc.gz"

@@ -39,6 +39,8 @@ class Tuning:
     urls_per_message: int = 10
     batch_size: int = 10
     pack_receives: int = 8
+    host_backlog_messages: int = 20
+    """Messages of one host the fan-out puts in the queue at once; the rest follow in waves (0: no cap)."""
     """Receives a fetcher may add to a batch whose hosts leave the crawl's concurrency unused (0: none)."""
     fetcher_memory_mb: int = 512
     finalizer_memory_mb: int = 2048

@@ -9,7 +9,9 @@ answered 404 or 410 leaves the catalog; one the spec's scope no longer allows is
 The seed set (the run's seed URL hashes) is written before any seed is sent: fetchers never
 claim a link that is a seed. The fan-out proceeds in chunks and stops while it has time left;
 the caller continues it from ``offset`` in a fresh invocation. Until the fan-out completes the
-run is seeding: however fast the fetchers catch up, it is not done.
+run is seeding: however fast the fetchers catch up, it is not done. Each host has at most
+``host_backlog_messages`` messages in the queue; its seeds past that follow in waves from S3
+(:mod:`sluice.pipeline.backlog`), so no host's backlog hides the others from SQS FIFO.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sluice.domain.seedset import SeedSet
 from sluice.extraction.urls import Scope, canonicalize_url
 from sluice.messages import PriorState, StartEvent, UrlTask
 from sluice.observability import logger
+from sluice.pipeline.backlog import HostBacklog, in_order
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.output import PageIndex, load_index
 from sluice.pipeline.seedfile import SeedFileError, deployed_seed_urls
@@ -118,20 +121,48 @@ def _fan_out(
     if offset > event.offset or retried or event.resumed:
         # A fan-out that died part-way: what it sends now may have been sent already.
         tasks = (t.model_copy(update={"again": True}) for t in tasks)
+    tuning = services.tuning
+    cap = tuning.host_backlog_messages * tuning.urls_per_message
+    # A fan-out retried after it completed has nothing left to route, nor any state to resume.
+    backlog = (
+        HostBacklog.resume(spec.name, run.run_id, services.objects, cap, offset)
+        if offset < total
+        else HostBacklog(spec.name, run.run_id, services.objects, cap)
+    )
     started = recorded = time.monotonic()
-    for sends, chunk in enumerate(_chunks(tasks), start=1):
-        services.queue.send(spec.name, run.run_id, chunk)
+    for sends, chunk in enumerate(in_order(tasks, CHUNK), start=1):
+        now = backlog.route(chunk)
+        if now:
+            services.queue.send(spec.name, run.run_id, now)
         offset += len(chunk)
-        enqueued += len(chunk)
-        if time.monotonic() - recorded >= RECORD_EVERY_S:
+        enqueued += len(now)
+        if backlog.cap <= 0 and time.monotonic() - recorded >= RECORD_EVERY_S:
+            # (A capped fan-out records where it got only with its hosts' state, when it hands over.)
             services.ledger.fanned_out(spec.name, run.run_id, offset)
             recorded = time.monotonic()
         step = (time.monotonic() - started) / sends  # a send's time: its chunk is at most CHUNK tasks
         if offset < total and time_left() < max(60.0, 4 * step):
+            backlog.save(offset)  # before the offset that names it is recorded
             services.ledger.fanned_out(spec.name, run.run_id, offset)
             services.continue_start({"crawl": spec.name, "run_id": run.run_id, "offset": offset})
             logger.info("fan-out continues", extra={"crawl": spec.name, "run_id": run.run_id, "offset": offset})
             return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=False)
+    # Every chunk is written now: only then may a task point at one (each host's held task points at its first).
+    held = backlog.finish()
+    for send in in_order(held, CHUNK):
+        services.queue.send(spec.name, run.run_id, send)
+    enqueued += len(held)
+    if backlog.chunks_written:
+        logger.info(
+            "host backlogs spilled",
+            extra={
+                "crawl": spec.name,
+                "run_id": run.run_id,
+                "hosts": sum(1 for t in held if t.backlog is not None),
+                "chunks": backlog.chunks_written,
+                "queued": enqueued,
+            },
+        )
     services.ledger.fanned_out(spec.name, run.run_id, offset)
     if offset != total:
         # The catalog moved between the plan and the sends (a late write to a finished run): the run
@@ -148,23 +179,6 @@ def _fan_out(
         # The fetchers finished every page while the fan-out was still under way: none of them will ask.
         services.finalize_later({"crawl": spec.name, "run_id": run.run_id})
     return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=True, catalog_run=run.catalog_run)
-
-
-def _chunks(tasks: Iterator[UrlTask]) -> Iterator[list[UrlTask]]:
-    """The fan-out's sends: up to :data:`CHUNK` tasks each, and a new one where the pages a linking page
-    carried data to begin. A send's requests go out in parallel, so only a send that ended before the next
-    one began keeps a host's linking pages ahead of the pages they carry to in its message group."""
-    chunk: list[UrlTask] = []
-    kind = False
-    for task in tasks:
-        carried_to = task.awaits_linking_page
-        if chunk and (len(chunk) >= CHUNK or carried_to != kind):
-            yield chunk
-            chunk = []
-        chunk.append(task)
-        kind = carried_to
-    if chunk:
-        yield chunk
 
 
 def _retried_run(event: StartEvent, services: Services, spec: CrawlSpec) -> str | None:

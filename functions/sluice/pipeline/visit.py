@@ -58,6 +58,7 @@ from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Sk
 from sluice.fetch.proxies import with_route
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
+from sluice.pipeline.backlog import send_backlog
 from sluice.pipeline.carried import MapCache, by_link, keep_kids, mark_stale, refresh
 from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.links import (
@@ -325,6 +326,10 @@ class _RunBatch:
             return {queued.message_id: None for queued, _ in self.group}
         spec = services.spec(self.crawl)
         scope = Scope.from_spec(spec)
+        # A host's next wave of seeds, before the batch can be acknowledged (a failure redelivers, which re-sends).
+        refills = [(t.backlog, q.receive_count > 1 or t.again) for q, m in self.group for t in m.tasks if t.backlog]
+        if refills:
+            await asyncio.to_thread(send_backlog, services, self.crawl, self.run_id, refills)
         owner: dict[str, tuple[QueuedMessage, UrlTask]] = {}
         for queued, message in self.group:
             for task in message.tasks:

@@ -11,6 +11,7 @@ is saved to the folder when a run ends. It exists so the AWS path stays runnable
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -34,6 +35,7 @@ from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 from sluice_tools.emulate import state
 from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.deadline import LambdaTimedOut, call_with_deadline
 from sluice_tools.emulate.events import sqs_record
 from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
 from sluice_tools.emulate.shards import drain_shards
@@ -64,11 +66,17 @@ class EmulatedRunner:
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
         clock: Callable[[], float] = time.time,
+        lambda_timeouts: bool = False,
     ) -> None:
         self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
         self.allow_loopback, self.config = allow_loopback, config
         self.clock = clock
         """The pipeline's time (a bench or test plays nights a day apart with its own)."""
+        self.lambda_timeouts = lambda_timeouts
+        """Stop a fetcher invocation at the fetcher's configured timeout, as Lambda does (and give the queue the
+        stack's visibility timeout, 6 x that, so its batch comes back when it would on AWS)."""
+        self.timed_out = 0
+        """Fetcher invocations stopped at their deadline."""
 
     def run(self, spec: CrawlSpec, progress: Progress | None = None) -> LocalRun:
         """Run ``spec`` once; the functions' JSON logs and EMF metrics go to ``state_dir/logs/``.
@@ -91,6 +99,10 @@ class EmulatedRunner:
         with mock_aws(), serialized_calls():
             fake_credentials()
             settings = create_resources(self.config, self.specs_dir, allow_loopback=self.allow_loopback)
+            if self.lambda_timeouts:
+                client("sqs").set_queue_attributes(
+                    QueueUrl=settings.queue_url, Attributes={"VisibilityTimeout": str(self.config.visibility_timeout_s)}
+                )
             state.load(settings, self.state_dir)
             copy_to_moto(spec)
             triggers = _Triggers()
@@ -244,7 +256,18 @@ class EmulatedRunner:
 
     def _invoke_fetcher(self, sqs: Any, queue_url: str, received: list[dict[str, Any]]) -> None:
         event = {"Records": [sqs_record(m, queue_url) for m in received]}
-        answer = fetcher.handler(event, self._context(self.config.fetcher))
+        context = self._context(self.config.fetcher)
+        if self.lambda_timeouts:
+            try:
+                loop = fetcher._container()[0]  # this thread's container: its loop is woken at the deadline
+                timeout = self.config.fetcher.timeout_s
+                answer = call_with_deadline(lambda: fetcher.handler(event, context), timeout, loop)
+            except LambdaTimedOut:
+                self.timed_out += 1
+                _drop_container()  # Lambda starts the runtime afresh; the batch comes back after its visibility
+                return
+        else:
+            answer = fetcher.handler(event, context)
         failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
         done = [m for m in received if m["MessageId"] not in failed]
         for start in range(0, len(done), 10):
@@ -269,3 +292,21 @@ class EmulatedRunner:
             for message in batch:
                 seen[message["MessageId"]] = {"message_id": message["MessageId"], "body": message["Body"][:500]}
         return list(seen.values())
+
+
+def _drop_container() -> None:
+    """Forget this thread's fetcher container after a stop: its tasks cancelled (a stopped invocation writes
+    nothing more), its pools closed."""
+    state = getattr(fetcher._containers, "state", None)
+    if state is None:
+        return
+    del fetcher._containers.state
+    loop, container = state
+    try:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(container.aclose())
+    finally:
+        loop.close()

@@ -93,6 +93,7 @@ class LocalFleet:
             urls_per_message=config.urls_per_message,
             batch_size=config.batch_size,
             pack_receives=config.pack_receives,
+            host_backlog_messages=config.host_backlog_messages,
             fetcher_memory_mb=config.fetcher.memory_mb,
             finalizer_memory_mb=config.finalizer.memory_mb,
         )

@@ -8,6 +8,11 @@ a dead-letter table a message moves to when a receive finds it already received
 ``max_receive_count`` times, as SQS's redrive policy does. Unlike SQS it can receive
 one run's messages only: a state folder may hold another crawl's interrupted run, left for its
 own resume.
+
+SQS FIFO's two sizes moto does not check can be played too, scaled down (``head_window``,
+``in_flight_quota``): a receive finds groups only among the first ``head_window`` messages of the
+queue (SQS scans the first 120,000), and gives nothing while ``in_flight_quota`` messages are in
+flight (SQS's 120,000; it returns no error, only no messages).
 """
 
 from __future__ import annotations
@@ -43,9 +48,18 @@ class SqliteQueue:
     """:class:`sluice.ports.WorkQueue` on SQLite, plus what the local runner plays the event source with."""
 
     def __init__(
-        self, db: Database, *, urls_per_message: int = 10, max_receive_count: int = 5, visibility_s: float = 900.0
+        self,
+        db: Database,
+        *,
+        urls_per_message: int = 10,
+        max_receive_count: int = 5,
+        visibility_s: float = 900.0,
+        head_window: int | None = None,
+        in_flight_quota: int | None = None,
     ) -> None:
         self._db = db
+        self.head_window = head_window
+        self.in_flight_quota = in_flight_quota
         self.urls_per_message = urls_per_message
         self.max_receive_count = max_receive_count
         self.visibility_s = visibility_s
@@ -79,7 +93,7 @@ class SqliteQueue:
                 (now, *over),
             )
             db.execute("DELETE FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? AND receives >= ?", over)
-            rows = self._fifo_pick(db, run_id, now, limit)
+            rows = self._fifo_pick(db, run_id, now, self._room(db, run_id, now, limit), self._window_end(db, run_id))
             received = []
             for (message_id,) in rows:
                 receipt = uuid.uuid4().hex
@@ -91,9 +105,35 @@ class SqliteQueue:
                 received.append(QueuedMessage(str(message_id), receipt, body, receives))
         return received
 
+    def _room(self, db: sqlite3.Connection, run_id: str | None, now: float, limit: int) -> int:
+        """``limit``, or less when the in-flight quota is near (none at all when it is reached)."""
+        if self.in_flight_quota is None:
+            return limit
+        (in_flight,) = db.execute(
+            "SELECT COUNT(*) FROM queue WHERE (? IS NULL OR run_id = ?) AND receipt IS NOT NULL AND visible_at > ?",
+            (run_id, run_id, now),
+        ).fetchone()
+        return max(0, min(limit, self.in_flight_quota - int(in_flight)))
+
+    def _window_end(self, db: sqlite3.Connection, run_id: str | None) -> int | None:
+        """The id of the last message in the head window (None: the whole queue is looked at)."""
+        if self.head_window is None:
+            return None
+        row = db.execute(
+            "SELECT id FROM queue WHERE (? IS NULL OR run_id = ?) ORDER BY id LIMIT 1 OFFSET ?",
+            (run_id, run_id, self.head_window - 1),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     @staticmethod
-    def _fifo_pick(db: sqlite3.Connection, run_id: str | None, now: float, limit: int) -> list[tuple[int]]:
-        """Ids of up to ``limit`` visible messages of groups nobody holds: the oldest's group first."""
+    def _fifo_pick(
+        db: sqlite3.Connection, run_id: str | None, now: float, limit: int, last: int | None = None
+    ) -> list[tuple[int]]:
+        """Ids of up to ``limit`` visible messages of groups nobody holds: the oldest's group first, among the
+        messages up to id ``last`` (the head window) when it is given."""
+        if limit <= 0:
+            return []
+        window = -1 if last is None else last
         held = {
             grp
             for (grp,) in db.execute(
@@ -108,16 +148,16 @@ class SqliteQueue:
             free = f"AND grp NOT IN ({skipped})" if held else ""
             head = db.execute(
                 f"SELECT grp FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? {free} "  # noqa: S608 - placeholders only
-                "ORDER BY id LIMIT 1",
-                (run_id, run_id, now, *held),
+                "AND (? < 0 OR id <= ?) ORDER BY id LIMIT 1",
+                (run_id, run_id, now, *held, window, window),
             ).fetchone()
             if head is None:
                 break
             group = head[0]
             picked += db.execute(
                 "SELECT id FROM queue WHERE (? IS NULL OR run_id = ?) AND grp = ? AND visible_at <= ? "
-                "ORDER BY id LIMIT ?",
-                (run_id, run_id, group, now, limit - len(picked)),
+                "AND (? < 0 OR id <= ?) ORDER BY id LIMIT ?",
+                (run_id, run_id, group, now, window, window, limit - len(picked)),
             ).fetchall()
             held.add(group)
             skipped = ",".join("?" * len(held))
