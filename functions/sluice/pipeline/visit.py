@@ -26,6 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from typing import TYPE_CHECKING
 
 from sluice.domain.hosts import MAX_PAUSE_S, HostState, host_key
@@ -74,6 +75,9 @@ from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
 from sluice.ports import Claims, SecretSource
 from sluice.spec import CrawlSpec
+
+_Item = tuple[str, QueuedMessage, UrlTask]
+"""A URL of a batch to visit: its hash, the message that holds it, its task."""
 
 if TYPE_CHECKING:
     from sluice.pipeline.archive import BatchArchive
@@ -393,10 +397,11 @@ class _RunBatch:
         # Every URL runs to its end before the batch is written: one URL's crash must not leave the
         # others in flight on an event loop that stops (and is frozen) when the handler returns.
         # A page seeded with carried data goes after the batch's other pages: its linking page may be one.
-        later = [item for item in todo if _awaits_parent(spec, item[2])]
-        if later:
-            todo = [item for item in todo if not _awaits_parent(spec, item[2])] + later
-        first = todo[: len(todo) - len(later)]
+        # The batch's URLs take the concurrency slots one host at a time in turn: in message order, the first
+        # host's URLs would hold every slot while they wait on that host's cap, and the hosts packed with it idle.
+        later = by_host_in_turn([item for item in todo if _awaits_parent(spec, item[2])])
+        first = by_host_in_turn([item for item in todo if not _awaits_parent(spec, item[2])])
+        todo = [*first, *later]
         with traced("fetch pages", urls=len(todo), hosts=len(hosts)):
             outcomes = await asyncio.gather(*(one(t, q) for _, q, t in first), return_exceptions=True)
             if later:
@@ -853,3 +858,14 @@ def records_part(key: str) -> RecordsPart:
 
 
 RecordsPart = _Part
+
+
+def by_host_in_turn(items: list[_Item]) -> list[_Item]:
+    """``items`` one host at a time in turn (each host's in their own order): the order a batch's URLs take the
+    spec's concurrency slots in, so that no host's URLs hold slots while they wait on its cap."""
+    by_host: dict[str, list[_Item]] = {}
+    for item in items:
+        by_host.setdefault(host_key(item[2].url), []).append(item)
+    if len(by_host) < 2:
+        return items
+    return [item for row in zip_longest(*by_host.values()) for item in row if item is not None]
