@@ -51,7 +51,7 @@ def predict(
     latency_ms: float,
     workers: int,
     share: float = 1.0,
-    order: BatchOrder = "by-message",
+    order: BatchOrder = "interleaved",
 ) -> dict[str, Any]:
     """The model's night for the local runner with these settings."""
     figures = measured()
@@ -92,8 +92,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--batch-order",
         choices=("by-message", "interleaved"),
-        default="by-message",
-        help="the batch order the model plays (interleaved: for a visit() that takes one host's URL at a time in turn)",
+        default="interleaved",
+        help="the batch order the model plays (interleaved: one host's URL at a time in turn, as visit() does)",
     )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     load_before = os.getloadavg()[0]

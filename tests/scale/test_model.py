@@ -84,14 +84,18 @@ def test_packing_fills_an_invocation_with_hosts_whose_urls_wait_in_message_order
     # done at round 50, and each next host enters the slots only once the one before has fewer than 8 URLs
     # left, 47 rounds later: 50 + 3 x 47 = 191 rounds of 0.1 s = 19.1 s.
     site = Site(latency_s=0.1, concurrency=8, concurrency_per_domain=2)
-    outcome = play(Night((100,) * 4, site, stack(fetcher_max_concurrency=1)), QUOTAS, figures())
+    by_message = Night((100,) * 4, site, stack(fetcher_max_concurrency=1), batch_order="by-message")
+    outcome = play(by_message, QUOTAS, figures())
     assert outcome.functions["fetcher"].invocations == 1
     assert outcome.phases["fetch_s"] == pytest.approx(19.1)
     # Interleaved (one URL of each host in turn), each host holds 2 slots: ceil(100 / 2) = 50 rounds, 5 s.
     interleaved = Night((100,) * 4, site, stack(fetcher_max_concurrency=1), batch_order="interleaved")
     assert play(interleaved, QUOTAS, figures()).phases["fetch_s"] == pytest.approx(5.0)
     # Without packing: one host a batch, 4 batches of 50 rounds: 20 s.
-    unpacked = play(Night((100,) * 4, site, stack(fetcher_max_concurrency=1, pack_receives=0)), QUOTAS, figures())
+    unpacked_night = Night(
+        (100,) * 4, site, stack(fetcher_max_concurrency=1, pack_receives=0), batch_order="by-message"
+    )
+    unpacked = play(unpacked_night, QUOTAS, figures())
     assert unpacked.functions["fetcher"].invocations == 4
     assert unpacked.phases["fetch_s"] == pytest.approx(20.0)
 
@@ -153,7 +157,7 @@ def test_the_one_finalizer_past_fifteen_minutes_is_named_and_the_shards_are_not(
         limit.startswith("finalizer: an invocation needs 1,001 s, past Lambda's 900 s")
         for limit in single.limits_crossed
     )
-    sharded = play(Night(hosts, site, stack(), finalizer="sharded"), QUOTAS, measured)
+    sharded = play(Night(hosts, site, stack(finalizer_shard_max_concurrency=16), finalizer="sharded"), QUOTAS, measured)
     assert sharded.shards == 32
     assert sharded.phases["finalize_s"] == pytest.approx(2 * 32.25 + 2.0)
     assert sharded.functions["finalizer"].invocations == 33  # 32 shards and the combine step

@@ -54,7 +54,7 @@ def _target_lines(rows: list[dict[str, Any]], label: str) -> list[str]:
 
 def _verdicts(rows: list[dict[str, Any]], fixed: list[dict[str, Any]]) -> str:
     """The issue's targets, each with the row that meets or misses it."""
-    lines = _target_lines(rows, "Today's batch order") + _target_lines(fixed, "Interleaved batch order")
+    lines = _target_lines(rows, "Hosts in turn (what visit.py does)") + _target_lines(fixed, "Message order (before)")
     big = [r for r in rows if r["urls"] == 100_000_000 and r["fan_out"] == "round-robin"]
     if big:
         named = sorted({limit.split(":")[0] for r in big for limit in r["limits_crossed"]})
@@ -174,13 +174,13 @@ project's price table (`sluice.domain.cost`) over what the night used.
 {table(new)}
 ## The batch's order: what the targets need
 
-A fetcher's batch takes the spec's `concurrency` slots in message order (`pipeline/visit.py`, `one()`
-holds its slot while the URL waits on its host's cap). A packed batch holds several hosts, each
-message 10 URLs of one host, so the first host's URLs fill every slot while only its cap of them
-run, and the hosts packed behind it wait: at the defaults (32 slots, 8 a host) a batch of 4 hosts'
-100 URLs takes {_rounds(site, "by-message")} round trips instead of {_rounds(site, "interleaved")}.
-Taking the batch's URLs one host at a time in turn (round-robin by host, a few lines in `visit()`)
-lets every packed host use its cap from the first round. The 10M nights with that order:
+A fetcher's batch takes the spec's `concurrency` slots one host at a time in turn
+(`pipeline/visit.py`, `by_host_in_turn`). It took them in message order until this model showed
+what that cost: a packed batch holds several hosts, each message 10 URLs of one host, so the first
+host's URLs filled every slot while only its cap of them ran (a URL holds its slot while it waits on
+its host's cap), and the hosts packed behind it waited: at the defaults (32 slots, 8 a host) a batch
+of 4 hosts' 100 URLs takes {_rounds(site, "by-message")} round trips in message order instead of
+{_rounds(site, "interleaved")}. The 10M nights in message order, as they ran before:
 
 {table(fixed)}
 ## Before and after: the old fan-out and finalizer

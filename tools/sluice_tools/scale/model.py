@@ -67,10 +67,10 @@ class Night:
     """A batch's own time besides its pages (default: its sequential AWS calls)."""
     head_window: float | None = None
     """The queue's head window (default: SQS FIFO's quota; the local queue has none)."""
-    batch_order: BatchOrder = "by-message"
-    """The order a batch's URLs take the spec's ``concurrency`` slots in: ``by-message``, as
-    ``pipeline/visit.py`` does today (a URL holds its slot while it waits on its host's cap), or
-    ``interleaved`` (one URL of each host in turn: the fix docs/scale.md proposes)."""
+    batch_order: BatchOrder = "interleaved"
+    """The order a batch's URLs take the spec's ``concurrency`` slots in: ``interleaved`` (one URL of each
+    host in turn, as ``pipeline/visit.py`` does), or ``by-message``, as it did before (a URL holds its slot
+    while it waits on its host's cap)."""
 
     @property
     def urls(self) -> int:

@@ -12,7 +12,7 @@ from sluice_tools.scale.scenarios import ZIPF_EXPONENT, Scenario
 
 
 def record(
-    scenario: Scenario, fan_out: str, finalizer: str, outcome: Outcome, batch_order: str = "by-message"
+    scenario: Scenario, fan_out: str, finalizer: str, outcome: Outcome, batch_order: str = "interleaved"
 ) -> dict[str, Any]:
     """One scenario's answer: the fields `make scale ARGS=--json` prints, one object a line."""
     functions = outcome.functions

@@ -53,7 +53,7 @@ class Scenario:
         *,
         fan_out: FanOut = "round-robin",
         finalizer: Finalizer = "sharded",
-        batch_order: BatchOrder = "by-message",
+        batch_order: BatchOrder = "interleaved",
     ) -> Night:
         """The night on ``stack``; the seed file grouped by host, biggest first (the old fan-out's worst case)."""
         return Night(self.sizes(), site, stack, fan_out=fan_out, finalizer=finalizer, batch_order=batch_order)
