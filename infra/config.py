@@ -50,7 +50,7 @@ class StackConfig:
     finalizer: FunctionSettings = field(
         # A finalize shard task (50,000 pages at most) and the combine; reserved: the shard queue's
         # MaximumConcurrency (finalizer_shard_max_concurrency) plus the sweep and the fetchers' triggers.
-        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 2048, 900, 52)
+        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 2048, 900, 18)
     )
     # The fetcher's event source: batch size (SQS FIFO's most), and how many fetchers at most. Per-host
     # limits do not depend on it: a host is one queue group, held by one fetcher at a time.
@@ -105,8 +105,10 @@ class StackConfig:
     """Pages a finalize shard holds at most (10M pages: 256 shards of about 39,000)."""
     finalize_max_shards: int = 4096
     """Shards a run may have (200M pages at the default size); a run needing more ends failed, saying so."""
-    finalizer_shard_max_concurrency: int = 50
-    """Shard tasks running at once (the event source mapping's MaximumConcurrency, 2 to 1,000)."""
+    finalizer_shard_max_concurrency: int = 16
+    """Shard tasks running at once (the event source mapping's MaximumConcurrency, 2 to 1,000). 16, one a URL
+    partition on average: at 50, a 10M-URL night's shard scans asked about 5,400 read units a second of each
+    of the run's 16 URL partitions, past the 3,000 one takes (``make scale``); at 16 they stay under it."""
     finalize_attempts: int = 3
     """Finalizing attempts of one run (the sweep begins another after 20 minutes) before it ends failed."""
 
