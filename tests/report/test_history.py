@@ -44,7 +44,7 @@ class _History:
         return ["shop"]
 
     def recent_runs(self, crawl: str, limit: int) -> list[RunState]:
-        # As the ledger lists them: by run id, newest first (ids order by start to the second only).
+        # As the ledger lists them: by run id, newest first.
         ids = sorted(self.summaries, reverse=True)[:limit]
         started = {i: self.summaries[i]["started_at"] for i in ids}
         return [RunState(crawl, i, "finished", started[i], started[i], "digest") for i in ids]
@@ -53,8 +53,16 @@ class _History:
         return self.summaries.get(run.run_id)
 
 
-def test_two_runs_started_in_one_second_are_told_apart_by_when_they_finished() -> None:
-    first = _summary("20261201T000000Z-ffffff", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:01+00:00", 10)
+def test_two_runs_started_in_one_second_are_told_apart_by_the_millisecond_their_ids_hold() -> None:
+    # 0x3e7 = 999 ms, 0x001 = 1 ms: the later start finished first, and still comes second.
+    early = _summary("20261201T000000Z-001fff", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:05+00:00", 10)
+    late = _summary("20261201T000000Z-3e7000", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:02+00:00", 10)
+    history = crawl_history(_History([late, early]), "shop", 10, SPEC)
+    assert [r.run_id for r in history.runs] == [early["run_id"], late["run_id"]]
+
+
+def test_two_runs_started_in_one_millisecond_are_told_apart_by_when_they_finished() -> None:
+    first = _summary("20261201T000000Z-000fff", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:01+00:00", 10)
     second = _summary(
         "20261201T000000Z-000000",
         "2026-12-01T00:00:00+00:00",

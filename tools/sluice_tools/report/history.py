@@ -100,9 +100,12 @@ class CrawlHistory:
 def crawl_history(history: RunHistory, crawl: str, last: int, spec: CrawlSpec | None) -> CrawlHistory:
     """The crawl's last ``last`` finished runs, oldest first (runs without a summary yet are left out)."""
     found = [s for s in (history.summary(run) for run in history.recent_runs(crawl, last)) if s and "verdict" in s]
-    # A run id starts with its start time to the millisecond (domain.runs.new_run_id), so it orders runs by their
-    # start even within one second, where started_at and finalized_at (whole seconds) tie.
-    summaries = sorted(found, key=lambda s: str(s["run_id"]))
+    # started_at holds whole seconds; a run id starts with its start to the millisecond (domain.runs.new_run_id:
+    # the 3 hex digits after the dash), then random digits. Runs started in one millisecond (a set clock) are told
+    # apart by when they finished.
+    summaries = sorted(
+        found, key=lambda s: (s["started_at"], str(s["run_id"])[:20], s.get("finalized_at") or "", str(s["run_id"]))
+    )
     floor = spec.alerts.record_count_floor if spec is not None else None
     fields = field_names(spec) if spec is not None else []
     points = []
