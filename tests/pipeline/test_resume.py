@@ -171,15 +171,15 @@ def test_run_whose_finalizer_died_is_finalized_again_by_the_next_command(
     specs.mkdir()
     (specs / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
     fleet = LocalFleet(specs, tmp_path / "state", workers=2, allow_loopback=True)
-    real = finalize_module.write_output
+    real = finalize_module.write_index_and_manifest
 
     def dies(*args: Any) -> Any:
         raise RuntimeError("the finalizer died writing the output")
 
-    monkeypatch.setattr(finalize_module, "write_output", dies)
+    monkeypatch.setattr(finalize_module, "write_index_and_manifest", dies)
     with pytest.raises(RuntimeError, match="finalizer died"):
         fleet.run(spec)
-    monkeypatch.setattr(finalize_module, "write_output", real)
+    monkeypatch.setattr(finalize_module, "write_index_and_manifest", real)
 
     run = fleet.run(spec)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sluice.domain.churn import RecordChurn
+from sluice.domain.churn import RecordChurn, counts, sections
 from sluice.domain.pages import Outcome, PageResult, RecordCounts, record_digests
 
 
@@ -44,3 +44,16 @@ def test_many_records_spread_over_every_bucket() -> None:
     churn.add_before(page("p", keys))
     churn.add_after(page("p", keys[:4_000]))
     assert churn.counts() == (5_000, 1_000)
+
+
+def test_key_sections_split_the_count_without_changing_it() -> None:
+    """Shards hand their digests on by key section; the sections' counts add up to the whole run's."""
+    churn = RecordChurn()
+    keys = [f"key-{n}" for n in range(3_000)]
+    churn.add_before(page("p3", keys[:2_000]))
+    churn.add_before(page("p4", keys[2_000:]))
+    churn.add_after(page("p4", keys[1_000:2_500]))  # moved between pages (and so, mostly, between shards)
+    before, after = sections(churn.before, 16), sections(churn.after, 16)
+    assert all(len(set(s)) == len(s) for s in before)  # distinct within a section
+    parts = [counts(b, a) for b, a in zip(before, after, strict=True)]
+    assert (sum(p for p, _ in parts), sum(g for _, g in parts)) == churn.counts() == (3_000, 1_500)

@@ -53,6 +53,10 @@ class RecordChurn:
             return
         side.extend(key for key, _ in _RECORD.iter_unpack(result.digests))
 
+    def counts(self) -> tuple[int, int]:
+        """``(previous, gone)`` over everything added here (one shard's pages, or a whole run in one place)."""
+        return counts(self.before, self.after)
+
 
 def sections(digests: Iterable[int], count: int) -> list[array[int]]:
     """Distinct digests, sorted, split into ``count`` key sections by their first bits."""
