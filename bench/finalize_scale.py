@@ -298,13 +298,15 @@ def _extrapolated(largest: dict[str, Any]) -> str:
     pages = largest["first"]["pages"] / largest["first"]["shards"]
     per_page_kb = (worst["peak_rss_mb"] - BASELINE_MB) * 1024 / pages
     lines = [
-        f"\nThe worst task above ({worst['phase']}, {pages:,.0f} pages a shard) peaked at"
+        f"\nThe worst task of the largest run above ({worst['phase']}, {pages:,.0f} pages a shard) peaked at"
         f" {worst['peak_rss_mb']:.0f} MB:"
         f" about {per_page_kb:.1f} KB a page of its shard over the interpreter's ~{BASELINE_MB:.0f} MB, and at most"
         f" {slowest:.0f} s. A task's work is its shard's, whatever the run's size (a keys task reads 1/N of every"
         " shard's digests), so:\n"
     ]
     for run_pages in (1_000_000, 10_000_000):
+        if run_pages <= largest["first"]["pages"]:
+            continue  # measured in the table
         shards = 1
         while shards * 50_000 < run_pages:
             shards *= 2
@@ -312,7 +314,7 @@ def _extrapolated(largest: dict[str, Any]) -> str:
         lines.append(
             f"- {run_pages:,} pages: {shards} shards of {each:,.0f} pages, about"
             f" {BASELINE_MB + per_page_kb * each / 1024:.0f} MB and {slowest * each / pages:.0f} s a task at most"
-            " (extrapolated from the row above, not measured)."
+            f" (extrapolated from the {largest['first']['pages']:,}-page run, not measured)."
         )
     return "\n".join(lines) + "\n"
 
@@ -355,7 +357,7 @@ def write_doc() -> None:
     if SECTION in text:
         start = text.index(SECTION)
         end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + body + (text[end + 1 :] if end != -1 else "")
+        text = text[:start] + body + ("\n" + text[end + 1 :] if end != -1 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + body
     DOC.write_text(text, encoding="utf-8")
