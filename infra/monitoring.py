@@ -201,26 +201,23 @@ class Monitoring(Construct):
             )
 
     def _pipeline_alarms(self, functions: Functions, queues: Queues) -> None:
-        self._alarm(
-            "dead-letters",
-            queues.dead_letters.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(5), statistic="Maximum"
+        for name, queue, meaning, runbook in (
+            ("dead-letters", queues.dead_letters, "Messages reached the dead-letter queue.", "dead-letters"),
+            (
+                "finalize-dead-letters",
+                queues.finalize_dead_letters,
+                "A finalize shard task failed past its retries (its run ended failed, or will at the sweep).",
+                "run-failed",
             ),
-            threshold=0,
-            above=True,
-            meaning="Messages reached the dead-letter queue.",
-            runbook="dead-letters",
-        )
-        self._alarm(
-            "finalize-dead-letters",
-            queues.finalize_dead_letters.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(5), statistic="Maximum"
-            ),
-            threshold=0,
-            above=True,
-            meaning="A finalize shard task failed past its retries (its run ended failed, or will at the sweep).",
-            runbook="run-failed",
-        )
+        ):
+            self._alarm(
+                name,
+                queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5), statistic="Maximum"),
+                threshold=0,
+                above=True,
+                meaning=meaning,
+                runbook=runbook,
+            )
         for label, function in (
             ("fetcher", functions.fetcher),
             ("scheduler", functions.scheduler),
