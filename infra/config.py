@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sluice import defaults
+
 Egress = Literal["direct", "fixed"]
 """How the crawl's requests leave: from Lambda's shared addresses, or from the stack's own Elastic IPs."""
 EGRESS_CHOICES: tuple[Egress, ...] = ("direct", "fixed")
@@ -31,7 +33,8 @@ class FunctionSettings:
 
 @dataclass(frozen=True, slots=True)
 class StackConfig:
-    """Everything that must not drift between the stack, the handlers and the local runner."""
+    """Everything that must not drift between the stack, the handlers and the local runner (the functions'
+    runtime defaults come from :mod:`sluice.defaults`, which ``Settings`` and ``Tuning`` read too)."""
 
     stage: str = "dev"
     prefix: str = "sluice"
@@ -45,30 +48,32 @@ class StackConfig:
     )
     fetcher: FunctionSettings = field(
         # Mostly waiting on sites: memory for bodies in flight, not CPU (docs/costs.md measures it).
-        default_factory=lambda: FunctionSettings("sluice.handlers.fetcher.handler", 512, 120)
+        default_factory=lambda: FunctionSettings("sluice.handlers.fetcher.handler", defaults.FETCHER_MEMORY_MB, 120)
     )
     finalizer: FunctionSettings = field(
         # A finalize shard task (50,000 pages at most) and the combine; reserved: the shard queue's
         # MaximumConcurrency (finalizer_shard_max_concurrency) plus the sweep and the fetchers' triggers.
-        default_factory=lambda: FunctionSettings("sluice.handlers.finalizer.handler", 2048, 900, 18)
+        default_factory=lambda: FunctionSettings(
+            "sluice.handlers.finalizer.handler", defaults.FINALIZER_MEMORY_MB, 900, 18
+        )
     )
     # The fetcher's event source: batch size (SQS FIFO's most), and how many fetchers at most. Per-host
     # limits do not depend on it: a host is one queue group, held by one fetcher at a time.
-    batch_size: int = 10
+    batch_size: int = defaults.BATCH_SIZE
     fetcher_max_concurrency: int = 20
-    pack_receives: int = 8
+    pack_receives: int = defaults.PACK_RECEIVES
     """A fetcher whose batch holds too few hosts for its concurrency receives more, at most this often."""
-    host_backlog_messages: int = 20
+    host_backlog_messages: int = defaults.HOST_BACKLOG_MESSAGES
     """Messages of one host the fan-out queues at once (20 x 10 = 200 URLs); its other seeds wait in S3 and
     follow in waves. Queued messages stay under hosts x this: keep that under FIFO's 120,000 (6,000 hosts)."""
     # Visibility timeout is 6x the fetcher's timeout (AWS's advice for SQS event sources): a batch
     # still being retried by the poller must not become visible to a second fetcher.
     visibility_timeout_factor: int = 6
-    max_receive_count: int = 5
+    max_receive_count: int = defaults.MAX_RECEIVE_COUNT
     dlq_retention_days: int = 14
     queue_retention_days: int = 4
-    urls_per_message: int = 10
-    claim_ttl_days: int = 15
+    urls_per_message: int = defaults.URLS_PER_MESSAGE
+    claim_ttl_days: int = defaults.CLAIM_TTL_DAYS
     """A run's URL entries live this long: the next run seeds from them, so a crawl runs at least this often."""
     work_retention_days: int = 14
     outputs_ia_days: int = 30
@@ -76,7 +81,7 @@ class StackConfig:
     """Run outputs (``runs/``) and the raw archive (``archive/``) age alike: infrequent access after 30 days,
     Glacier Instant Retrieval after 90 (a range read still answers at once); neither expires."""
     log_retention_days: int = 30
-    run_deadline_hours: int = 12
+    run_deadline_hours: int = defaults.RUN_DEADLINE_HOURS
     sweep_minutes: int = 15
     query_scan_limit_gb: int = 20
     """Athena cancels a query of the output that scans more (20 GB: $0.10 at $5 per TB, docs/querying.md)."""
@@ -101,15 +106,15 @@ class StackConfig:
 
     # Finalizing in shards of the URL-hash keyspace (docs/architecture.md, "Knowing a run is done"): shard
     # tasks go through a standard SQS queue to the finalizer, at most this many at once.
-    finalize_shard_pages: int = 50_000
+    finalize_shard_pages: int = defaults.FINALIZE_SHARD_PAGES
     """Pages a finalize shard holds at most (10M pages: 256 shards of about 39,000)."""
-    finalize_max_shards: int = 4096
+    finalize_max_shards: int = defaults.FINALIZE_MAX_SHARDS
     """Shards a run may have (200M pages at the default size); a run needing more ends failed, saying so."""
     finalizer_shard_max_concurrency: int = 16
     """Shard tasks running at once (the event source mapping's MaximumConcurrency, 2 to 1,000). 16, one a URL
     partition on average: at 50, a 10M-URL night's shard scans asked about 5,400 read units a second of each
     of the run's 16 URL partitions, past the 3,000 one takes (``make scale``); at 16 they stay under it."""
-    finalize_attempts: int = 3
+    finalize_attempts: int = defaults.FINALIZE_ATTEMPTS
     """Finalizing attempts of one run (the sweep begins another after 20 minutes) before it ends failed."""
 
     def name(self, part: str) -> str:

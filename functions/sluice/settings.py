@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sluice import defaults
 from sluice.pipeline.services import Tuning
 
 ENV_PREFIX = "SLUICE_"
@@ -19,7 +20,9 @@ class SettingsError(RuntimeError):
 
 
 class Settings(BaseModel):
-    """Where everything is. The stack sets these; the local runner sets the same names."""
+    """Where everything is. The stack sets these; the local runner sets the same names.
+
+    The tuning defaults are :mod:`sluice.defaults`' (the stack's and ``Tuning``'s too)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -31,32 +34,32 @@ class Settings(BaseModel):
     specs_dir: Path
     finalizer_function: str = ""
     scheduler_function: str = ""
-    max_receive_count: int = Field(default=5, ge=1, le=1000)
-    urls_per_message: int = Field(default=10, ge=1, le=50)
-    run_deadline_hours: float = Field(default=12, gt=0, le=168)
-    claim_ttl_days: int = Field(default=15, ge=2, le=365)
+    max_receive_count: int = Field(default=defaults.MAX_RECEIVE_COUNT, ge=1, le=1000)
+    urls_per_message: int = Field(default=defaults.URLS_PER_MESSAGE, ge=1, le=50)
+    run_deadline_hours: float = Field(default=defaults.RUN_DEADLINE_HOURS, gt=0, le=168)
+    claim_ttl_days: int = Field(default=defaults.CLAIM_TTL_DAYS, ge=2, le=365)
     """How long a run's URL entries live: the next run seeds from them (its catalog)."""
-    visibility_base_s: float = Field(default=10.0, ge=0, le=900)
+    visibility_base_s: float = Field(default=defaults.VISIBILITY_BASE_S, ge=0, le=900)
     """First visibility backoff of a message returned for a transient failure; doubles per receive."""
-    visibility_max_s: float = Field(default=900.0, ge=0, le=43_200)
+    visibility_max_s: float = Field(default=defaults.VISIBILITY_MAX_S, ge=0, le=43_200)
     allow_loopback: bool = False
     """Only the local runner and tests set this; the stack never does."""
-    batch_size: int = Field(default=10, ge=1, le=10_000)
-    pack_receives: int = Field(default=8, ge=0, le=50)
+    batch_size: int = Field(default=defaults.BATCH_SIZE, ge=1, le=10_000)
+    pack_receives: int = Field(default=defaults.PACK_RECEIVES, ge=0, le=50)
     """Receives a fetcher may add to a batch of few hosts (``sluice.pipeline.visit._pack``); 0 turns packing off."""
-    host_backlog_messages: int = Field(default=20, ge=0, le=12_000)
+    host_backlog_messages: int = Field(default=defaults.HOST_BACKLOG_MESSAGES, ge=0, le=12_000)
     """Messages of one host in the queue at once (``sluice.pipeline.backlog``); 0 sends every seed at once."""
-    fetcher_memory_mb: int = Field(default=512, ge=128, le=10_240)
-    finalizer_memory_mb: int = Field(default=2048, ge=128, le=10_240)
+    fetcher_memory_mb: int = Field(default=defaults.FETCHER_MEMORY_MB, ge=128, le=10_240)
+    finalizer_memory_mb: int = Field(default=defaults.FINALIZER_MEMORY_MB, ge=128, le=10_240)
     egress: Literal["direct", "fixed"] = "direct"
     """How the stack's requests leave: Lambda's shared addresses, or the stack's Elastic IPs (``egress: fixed``)."""
     egress_ips: str = ""
     """With fixed egress, its addresses, comma-separated: what a run's summary names as its route."""
     finalize_queue_url: str = ""
     """The finalize shard tasks' queue (empty: shard tasks run on a thread pool in the finalizer itself)."""
-    finalize_shard_pages: int = Field(default=50_000, ge=1, le=10_000_000)
-    finalize_max_shards: int = Field(default=4096, ge=1, le=65_536)
-    finalize_attempts: int = Field(default=3, ge=1, le=100)
+    finalize_shard_pages: int = Field(default=defaults.FINALIZE_SHARD_PAGES, ge=1, le=10_000_000)
+    finalize_max_shards: int = Field(default=defaults.FINALIZE_MAX_SHARDS, ge=1, le=65_536)
+    finalize_attempts: int = Field(default=defaults.FINALIZE_ATTEMPTS, ge=1, le=100)
 
     def tuning(self) -> Tuning:
         return Tuning(
@@ -64,7 +67,7 @@ class Settings(BaseModel):
             run_deadline_hours=self.run_deadline_hours,
             visibility_base_s=self.visibility_base_s,
             visibility_max_s=self.visibility_max_s,
-            catalog_max_age_days=self.claim_ttl_days - 1,
+            catalog_max_age_days=defaults.catalog_max_age_days(self.claim_ttl_days),
             allow_loopback=self.allow_loopback,
             urls_per_message=self.urls_per_message,
             batch_size=self.batch_size,

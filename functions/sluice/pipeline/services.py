@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from sluice import defaults
 from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, ShardTasks, WorkQueue
 from sluice.spec import CrawlSpec, SpecError, load_spec
 
@@ -20,15 +21,15 @@ class UnknownCrawl(LookupError):
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
-    """The numbers the steps run by (the stack's settings, or the local runner's)."""
+    """The numbers the steps run by (the stack's settings, or the local runner's); defaults: :mod:`sluice.defaults`."""
 
-    max_receive_count: int = 5
+    max_receive_count: int = defaults.MAX_RECEIVE_COUNT
     """A message's last receive: a transient failure then counts as failed, so the run can finish."""
-    run_deadline_hours: float = 12.0
-    visibility_base_s: float = 10.0
+    run_deadline_hours: float = defaults.RUN_DEADLINE_HOURS
+    visibility_base_s: float = defaults.VISIBILITY_BASE_S
     """First visibility backoff of a message returned for a transient failure; doubles per receive."""
-    visibility_max_s: float = 900.0
-    catalog_max_age_days: float = 14.0
+    visibility_max_s: float = defaults.VISIBILITY_MAX_S
+    catalog_max_age_days: float = defaults.CATALOG_MAX_AGE_DAYS
     """A catalog run older than this is not seeded from (its URL items expire with the ledger's TTL)."""
     allow_loopback: bool = False
     """Only the local runner and tests set this; the stack never does."""
@@ -36,24 +37,24 @@ class Tuning:
     """The finalizer reads sources in ranges of up to this much (S3: large ranges, few requests)..."""
     output_readers: int = 8
     """...this many at once: its read buffers stay under ``output_span_bytes x output_readers``."""
-    urls_per_message: int = 10
-    batch_size: int = 10
-    pack_receives: int = 8
-    host_backlog_messages: int = 20
-    """Messages of one host the fan-out puts in the queue at once; the rest follow in waves (0: no cap)."""
+    urls_per_message: int = defaults.URLS_PER_MESSAGE
+    batch_size: int = defaults.BATCH_SIZE
+    pack_receives: int = defaults.PACK_RECEIVES
     """Receives a fetcher may add to a batch whose hosts leave the crawl's concurrency unused (0: none)."""
-    fetcher_memory_mb: int = 512
-    finalizer_memory_mb: int = 2048
+    host_backlog_messages: int = defaults.HOST_BACKLOG_MESSAGES
+    """Messages of one host the fan-out puts in the queue at once; the rest follow in waves (0: no cap)."""
+    fetcher_memory_mb: int = defaults.FETCHER_MEMORY_MB
+    finalizer_memory_mb: int = defaults.FINALIZER_MEMORY_MB
     """What the stack gives the functions: the run's cost estimate prices their time with it."""
     egress_ips: tuple[str, ...] = ()
     """With the stack's ``egress: fixed``, the addresses every request leaves from (a run's summary names them)."""
-    finalize_shard_pages: int = 50_000
+    finalize_shard_pages: int = defaults.FINALIZE_SHARD_PAGES
     """Pages a finalize shard holds at most: the shard count is the smallest power of two that keeps to it."""
-    finalize_max_shards: int = 4096
+    finalize_max_shards: int = defaults.FINALIZE_MAX_SHARDS
     """Shards a run may have (4096 x 50,000 = 200M pages); a run that needs more ends failed, saying so."""
     finalize_workers: int = 4
     """Shard tasks run at once where they run on a thread pool (locally; the stack queues them)."""
-    finalize_attempts: int = 3
+    finalize_attempts: int = defaults.FINALIZE_ATTEMPTS
     """Finalizing attempts a run gets (the sweep starts another after 20 minutes); then it ends failed."""
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from infra.config import DEFAULT, StackConfig
 
+from sluice import defaults
 from sluice.adapters.local import LocalStore
 from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
@@ -85,7 +86,7 @@ class LocalFleet:
             # Locally a returned message comes back in seconds, so a run with faults stays short.
             visibility_base_s=1.0,
             visibility_max_s=10.0,
-            catalog_max_age_days=config.claim_ttl_days - 1,
+            catalog_max_age_days=defaults.catalog_max_age_days(config.claim_ttl_days),
             allow_loopback=allow_loopback,
             # Local files: small reads cost nothing, so the finalizer's buffers stay small.
             output_span_bytes=1024 * 1024,
