@@ -7,8 +7,9 @@ when it is finalized. What the run item holds changes a handful of times per run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from secrets import randbelow
 from typing import Literal
 
@@ -17,6 +18,13 @@ RunStatus = Literal["running", "finalizing", "finished"]
 
 class RunInFlight(Exception):
     """A crawl already has a run in flight; a second one is refused (the message says which and since when)."""
+
+    @classmethod
+    def held_by(cls, lock: RunLock) -> RunInFlight:
+        return cls(
+            f"crawl {lock.crawl!r} already has run {lock.run_id} in flight since {lock.started_at} "
+            f"(deadline {lock.deadline}); a second run is refused until it finishes or passes its deadline"
+        )
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -31,7 +39,58 @@ def new_run_id(now: datetime | None = None) -> str:
 
 
 def iso(moment: datetime) -> str:
+    """How the ledgers store a moment: UTC, whole seconds (``2026-11-29T21:00:00+00:00``)."""
     return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+# The run rules: each written once, here, and called by every step and both ledgers. Each takes the time it
+# judges by (``now``), so a caller (and a test) decides which clock that is.
+
+
+def overdue(deadline: str, now: datetime) -> bool:
+    """A run, or the crawl lock its run holds, is past its deadline: the sweep finalizes it as it stands, and
+    a new run may take its crawl's lock.
+
+    A ledger that asks its store to judge it states the same rule in the store's terms: ``deadline < :now``
+    with ``:now`` = :func:`deadline_bound` (``now``) in a DynamoDB condition; the two agree because a stored
+    deadline is :func:`iso` (UTC, whole seconds) and such strings sort as the moments they name, with the
+    bound's fraction of a second, if any, sorting after the whole second (``+`` before ``.``).
+    """
+    return datetime.fromisoformat(deadline) < now
+
+
+def deadline_bound(now: datetime) -> str:
+    """``now`` as a store compares a stored deadline with it: ``deadline < deadline_bound(now)`` as strings is
+    :func:`overdue` (``deadline``, ``now``) for every deadline written by :func:`iso`."""
+    return now.astimezone(UTC).isoformat()
+
+
+def pending(seeds: int, claimed: int, done: int) -> int:
+    """URLs of a run not done yet: its seeds and the links claimed for it, less those with a result."""
+    return seeds + claimed - done
+
+
+def claim_room(max_pages: int, seeds: int, claimed: int) -> int:
+    """Links a run may still claim under its spec's ``follow.max_pages``: the seeds count first."""
+    return max(0, max_pages - seeds - claimed)
+
+
+def finished(run: RunState, *, complete: bool = False) -> bool:
+    """A finished run, and (``complete``) one that finished with every URL done: fit to be a catalog."""
+    return run.status == "finished" and (bool(run.complete) or not complete)
+
+
+def catalog_fresh(run: RunState, now: datetime, max_age_days: float) -> bool:
+    """A finished run young enough to seed the next from: every URL entry of it is still there (they
+    expire with the ledger's TTL, :func:`sluice.defaults.catalog_max_age_days`)."""
+    return now - datetime.fromisoformat(run.started_at) <= timedelta(days=max_age_days)
+
+
+def drained(run: RunState, progress: Callable[[], Progress]) -> bool:
+    """The run looks done, so it is time to ask the finalizer (which counts exactly before it judges): still
+    running, its fan-out complete, and no URL pending by the fetchers' progress. ``progress`` is read only
+    when the run's state leaves the question open (it is a read of the progress counters)."""
+    return run.status == "running" and not run.seeding and progress().pending(run.seeds) <= 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +124,37 @@ class RunState:
     records: int | None = None
     summary_key: str | None = None
 
+    @classmethod
+    def opened(
+        cls,
+        crawl: str,
+        spec_digest: str,
+        deadline: timedelta,
+        *,
+        trigger: str | None,
+        catalog_run: str | None,
+        now: datetime,
+        run_id: str | None = None,
+    ) -> RunState:
+        """A run as it opens: running, seeding, due ``deadline`` from ``now``."""
+        return cls(
+            crawl=crawl,
+            run_id=run_id or new_run_id(now),
+            status="running",
+            started_at=iso(now),
+            deadline=iso(now + deadline),
+            spec_digest=spec_digest,
+            catalog_run=catalog_run,
+            trigger=trigger,
+        )
+
     @property
     def overdue(self) -> bool:
-        return datetime.fromisoformat(self.deadline) < datetime.now(UTC)
+        return self.overdue_at(datetime.now(UTC))
+
+    def overdue_at(self, now: datetime) -> bool:
+        """Past its deadline at ``now`` (see :func:`overdue`)."""
+        return overdue(self.deadline, now)
 
     def seconds_left(self) -> float:
         """Seconds until the run's deadline (negative once it passed)."""
@@ -95,6 +182,15 @@ class RunLock:
     deadline: str
     trigger: str | None = None
 
+    @classmethod
+    def of(cls, run: RunState) -> RunLock:
+        """The lock an opening run takes."""
+        return cls(run.crawl, run.run_id, run.started_at, run.deadline, run.trigger)
+
+    def overdue_at(self, now: datetime) -> bool:
+        """Its run is past its deadline: the lock may be taken by a new run (see :func:`overdue`)."""
+        return overdue(self.deadline, now)
+
 
 @dataclass(frozen=True, slots=True)
 class Progress:
@@ -112,7 +208,7 @@ class Progress:
     failed: int = 0
 
     def pending(self, seeds: int) -> int:
-        return seeds + self.claimed - self.done
+        return pending(seeds, self.claimed, self.done)
 
     def __add__(self, other: Progress) -> Progress:
         return Progress(

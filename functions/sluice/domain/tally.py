@@ -21,6 +21,7 @@ from typing import Any
 from sluice.domain.egress import POOL_EMPTY, ProxyTally
 from sluice.domain.hosts import blocked_host
 from sluice.domain.pages import BY_SCHEDULE, PageResult, UrlEntry
+from sluice.domain.runs import pending
 from sluice.domain.verdict import RunCounts, TypeCounts
 
 OTHER = "(other)"
@@ -238,7 +239,7 @@ class RunTally:
 
     @property
     def pending(self) -> int:
-        return self.enqueued - self.done
+        return pending(self.seeds, self.links, self.done)
 
     @property
     def drained(self) -> bool:

@@ -24,7 +24,7 @@ from itertools import chain, islice
 
 from sluice.domain.layout import frontier_key
 from sluice.domain.pages import Prior, UrlEntry, url_hash, url_number
-from sluice.domain.runs import RunState
+from sluice.domain.runs import RunState, catalog_fresh, drained
 from sluice.domain.seedset import SeedSet
 from sluice.extraction.urls import Scope, canonicalize_url
 from sluice.messages import PriorState, StartEvent, UrlTask
@@ -171,11 +171,7 @@ def _fan_out(
         logger.warning("seeds sent differ from seeds planned", extra={"crawl": spec.name, "sent": offset})
     logger.info("fan-out complete", extra={"crawl": spec.name, "run_id": run.run_id, "seeds": offset})
     seeded = services.ledger.seeded(spec.name, run.run_id)
-    if (
-        seeded is not None
-        and seeded.status == "running"
-        and services.frontier.progress(run.run_id).pending(seeded.seeds) <= 0
-    ):
+    if seeded is not None and drained(seeded, lambda: services.frontier.progress(run.run_id)):
         # The fetchers finished every page while the fan-out was still under way: none of them will ask.
         services.finalize_later({"crawl": spec.name, "run_id": run.run_id})
     return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=True, catalog_run=run.catalog_run)
@@ -204,7 +200,7 @@ def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> t
             raise LookupError(f"run {run_id} of crawl {spec.name!r} does not exist")
         return run, retried
     lock = ledger.active_run(spec.name)
-    if lock is not None and datetime.fromisoformat(lock.deadline) < datetime.now(UTC):
+    if lock is not None and lock.overdue_at(datetime.now(UTC)):
         # The lock's run is past its deadline: close it (as unfinished) before taking its place, or it
         # would stay open with no lock for the sweep to find it by.
         logger.warning("closing an overdue run first", extra={"crawl": spec.name, "run_id": lock.run_id})
@@ -227,8 +223,7 @@ def catalog_run(services: Services, crawl: str) -> RunState | None:
     latest = services.ledger.latest_finished(crawl, complete=True)
     if latest is None:
         return None
-    age = datetime.now(UTC) - datetime.fromisoformat(latest.started_at)
-    if age > timedelta(days=services.tuning.catalog_max_age_days):
+    if not catalog_fresh(latest, datetime.now(UTC), services.tuning.catalog_max_age_days):
         logger.info("catalog run too old: starting from the spec's seeds", extra={"crawl": crawl, "run": latest.run_id})
         return None
     return latest

@@ -46,7 +46,7 @@ from sluice.domain.pages import (
     url_hash,
 )
 from sluice.domain.recrawl import Schedule
-from sluice.domain.runs import Progress, RunState
+from sluice.domain.runs import Progress, RunState, drained
 from sluice.domain.secrets import Secret, SecretUnavailable
 from sluice.domain.seedset import SeedSet
 from sluice.extraction.charset import parser_input
@@ -569,10 +569,9 @@ class _RunBatch:
     def _finalize_if_drained(self) -> None:
         services = self.services
         run = services.ledger.get_run(self.crawl, self.run_id)
-        if run is None or run.status != "running" or run.seeding or run.checked_within(RECHECK_S):
+        if run is None or run.checked_within(RECHECK_S):
             return
-        pending = services.frontier.progress(self.run_id).pending(run.seeds)
-        if pending <= 0:
+        if drained(run, lambda: services.frontier.progress(self.run_id)):
             logger.info("run looks drained: asking the finalizer", extra=self.log)
             services.finalize_later({"crawl": self.crawl, "run_id": self.run_id})
 

@@ -22,7 +22,7 @@ from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
-from sluice.domain.runs import Progress
+from sluice.domain.runs import Progress, claim_room
 from sluice.domain.shards import Shard
 from sluice.messages import UrlTask
 from sluice.ports import Claims
@@ -65,7 +65,7 @@ class DynamoFrontier:
 
     def claim(self, run_id: str, tasks: Sequence[UrlTask], *, seeds: int, max_pages: int) -> Claims:
         # The cap is checked against the progress hint: concurrent fetchers can pass it by one batch's links each.
-        room = max(0, max_pages - seeds - self.progress(run_id).claimed)
+        room = claim_room(max_pages, seeds, self.progress(run_id).claimed)
         tasks, capped = list(tasks[:room]), list(tasks[room:])
         expires = int(time.time()) + self._ttl_s
         won = self._pool.map(lambda t: self._claim_one(run_id, t, expires), tasks)

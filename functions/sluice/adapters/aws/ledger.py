@@ -15,7 +15,11 @@ from botocore.exceptions import ClientError
 from sluice.adapters.aws import keys
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
-from sluice.domain.runs import RunInFlight, RunLock, RunState, iso, new_run_id
+from sluice.domain.runs import RunInFlight, RunLock, RunState, deadline_bound, finished, iso
+
+LOCK_FREE = "attribute_not_exists(pk) OR deadline < :now"
+"""The crawl lock may be taken: no run holds it, or its run is :func:`~sluice.domain.runs.overdue` (with
+``:now`` = :func:`~sluice.domain.runs.deadline_bound`; tests/adapters/test_run_rules.py holds them to agree)."""
 
 
 def _code(exc: ClientError) -> str:
@@ -38,25 +42,19 @@ class DynamoRunLedger:
         trigger: str | None,
         catalog_run: str | None,
         run_id: str | None = None,
+        now: datetime | None = None,
     ) -> RunState:
-        now = datetime.now(UTC)
-        run_id = run_id or new_run_id(now)
-        state = RunState(
-            crawl=crawl,
-            run_id=run_id,
-            status="running",
-            started_at=iso(now),
-            deadline=iso(now + deadline),
-            spec_digest=spec_digest,
-            catalog_run=catalog_run,
-            trigger=trigger,
+        now = now or datetime.now(UTC)
+        state = RunState.opened(
+            crawl, spec_digest, deadline, trigger=trigger, catalog_run=catalog_run, now=now, run_id=run_id
         )
-        lock = {
+        lock = RunLock.of(state)
+        lock_item = {
             **keys.lock(crawl),
-            "run_id": run_id,
-            "started_at": state.started_at,
-            "deadline": state.deadline,
-            **({"trigger": trigger} if trigger else {}),
+            "run_id": lock.run_id,
+            "started_at": lock.started_at,
+            "deadline": lock.deadline,
+            **({"trigger": lock.trigger} if lock.trigger else {}),
         }
         try:
             # Once per run: the lock and the run in one transaction, so neither exists without the other.
@@ -65,10 +63,11 @@ class DynamoRunLedger:
                     {
                         "Put": {
                             "TableName": self.table,
-                            "Item": to_item(lock),
-                            # Taken if free, or if the holder is past its deadline (it will be finalized as unfinished).
-                            "ConditionExpression": "attribute_not_exists(pk) OR deadline < :now",
-                            "ExpressionAttributeValues": to_item({":now": iso(now)}),
+                            "Item": to_item(lock_item),
+                            # Taken if free, or if the holder is past its deadline (it will be finalized as
+                            # unfinished): ``deadline < :now`` is the domain's ``overdue`` rule in DynamoDB's terms.
+                            "ConditionExpression": LOCK_FREE,
+                            "ExpressionAttributeValues": to_item({":now": deadline_bound(now)}),
                         }
                     },
                     {
@@ -86,10 +85,7 @@ class DynamoRunLedger:
             holder = self.active_run(crawl)
             if holder is None:
                 raise RunInFlight(f"crawl {crawl!r}: could not take the run lock, try again") from exc
-            raise RunInFlight(
-                f"crawl {crawl!r} already has run {holder.run_id} in flight since {holder.started_at} "
-                f"(deadline {holder.deadline}); a second run is refused until it finishes or passes its deadline"
-            ) from exc
+            raise RunInFlight.held_by(holder) from exc
         return state
 
     def get_run(self, crawl: str, run_id: str) -> RunState | None:
@@ -128,7 +124,7 @@ class DynamoRunLedger:
         for page in pages:
             for item in page["Items"]:
                 run = _state(from_item(item))
-                if run.status == "finished" and (run.complete or not complete):
+                if finished(run, complete=complete):
                     return run
         return None
 

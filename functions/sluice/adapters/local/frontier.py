@@ -14,7 +14,7 @@ from typing import Any
 
 from sluice.adapters.local.store import Database
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
-from sluice.domain.runs import Progress
+from sluice.domain.runs import Progress, claim_room
 from sluice.domain.shards import Shard
 from sluice.messages import UrlTask
 from sluice.ports import Claims
@@ -63,7 +63,7 @@ class SqliteFrontier:
             (links,) = db.execute(
                 "SELECT COUNT(*) FROM urls WHERE run_id = ? AND origin = 'link'", (run_id,)
             ).fetchone()
-            room = max_pages - seeds - links  # exact: counted in the same transaction as the inserts
+            room = claim_room(max_pages, seeds, links)  # exact: counted in the same transaction as the inserts
             for n, task in enumerate(tasks):
                 if len(won) >= room:
                     capped = self._unknown(db, run_id, tasks[n:])

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sluice.adapters.local.store import Database
-from sluice.domain.runs import RunInFlight, RunLock, RunState, iso, new_run_id
+from sluice.domain.runs import RunInFlight, RunLock, RunState, finished, iso
 
 
 class SqliteRunLedger:
@@ -26,28 +26,22 @@ class SqliteRunLedger:
         trigger: str | None,
         catalog_run: str | None,
         run_id: str | None = None,
+        now: datetime | None = None,
     ) -> RunState:
-        now = datetime.now(UTC)
-        state = RunState(
-            crawl=crawl,
-            run_id=run_id or new_run_id(now),
-            status="running",
-            started_at=iso(now),
-            deadline=iso(now + deadline),
-            spec_digest=spec_digest,
-            catalog_run=catalog_run,
-            trigger=trigger,
+        now = now or datetime.now(UTC)
+        state = RunState.opened(
+            crawl, spec_digest, deadline, trigger=trigger, catalog_run=catalog_run, now=now, run_id=run_id
         )
+        lock = RunLock.of(state)
         with self._db.transaction() as db:
-            holder = db.execute("SELECT run_id, started_at, deadline FROM locks WHERE crawl = ?", (crawl,)).fetchone()
-            if holder is not None and holder[2] >= iso(now):
-                raise RunInFlight(
-                    f"crawl {crawl!r} already has run {holder[0]} in flight since {holder[1]} (deadline {holder[2]}); "
-                    "a second run is refused until it finishes or passes its deadline"
-                )
+            row = db.execute(
+                "SELECT crawl, run_id, started_at, deadline, trigger FROM locks WHERE crawl = ?", (crawl,)
+            ).fetchone()
+            if row is not None and not (holder := RunLock(*row)).overdue_at(now):
+                raise RunInFlight.held_by(holder)
             db.execute(
                 "INSERT OR REPLACE INTO locks (crawl, run_id, started_at, deadline, trigger) VALUES (?, ?, ?, ?, ?)",
-                (crawl, state.run_id, state.started_at, state.deadline, trigger),
+                (lock.crawl, lock.run_id, lock.started_at, lock.deadline, lock.trigger),
             )
             db.execute("INSERT INTO runs (crawl, run_id, state) VALUES (?, ?, ?)", (crawl, state.run_id, _dump(state)))
         return state
@@ -81,7 +75,7 @@ class SqliteRunLedger:
             ).fetchall()
         for (raw,) in rows:
             run = _load(raw)
-            if run.status == "finished" and (run.complete or not complete):
+            if finished(run, complete=complete):
                 return run
         return None
 
