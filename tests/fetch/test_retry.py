@@ -8,22 +8,24 @@ from email.utils import format_datetime
 
 import pytest
 
-from sluice.fetch.retry import RetryRules, backoff_delay, parse_retry_after
+from sluice.fetch.retry import RetryRules, parse_retry_after
 from sluice.spec import RetryPolicy
 
 
 @pytest.mark.parametrize(("attempt", "ceiling"), [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (6, 30.0), (500, 30.0)])
 def test_backoff_is_full_jitter_below_the_capped_ceiling(attempt: int, ceiling: float) -> None:
+    rules = RetryRules.from_policy(RetryPolicy(backoff_base_seconds=0.5, backoff_max_seconds=30.0))
     rng = random.Random(7)
-    draws = [backoff_delay(attempt, 0.5, 30.0, rng) for _ in range(400)]
+    draws = [rules.delay(attempt, rng) for _ in range(400)]
     assert all(0.0 <= d <= ceiling for d in draws)
     assert max(draws) > 0.9 * ceiling  # spread over the whole range, not clustered at the bottom
     assert min(draws) < 0.1 * ceiling
 
 
 def test_backoff_is_reproducible_with_a_seeded_rng() -> None:
-    first = [backoff_delay(a, 0.1, 5.0, random.Random(1)) for a in range(5)]
-    assert first == [backoff_delay(a, 0.1, 5.0, random.Random(1)) for a in range(5)]
+    rules = RetryRules.from_policy(RetryPolicy(backoff_base_seconds=0.1, backoff_max_seconds=5.0))
+    first = [rules.delay(a, random.Random(1)) for a in range(5)]
+    assert first == [rules.delay(a, random.Random(1)) for a in range(5)]
 
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC).timestamp()

@@ -1,4 +1,5 @@
-"""Retry arithmetic: full-jitter backoff, Retry-After parsing and which statuses are retried."""
+"""A page's retries: their full-jitter backoff (:mod:`sluice.domain.backoff`), Retry-After parsing and which
+statuses are retried."""
 
 from __future__ import annotations
 
@@ -8,15 +9,10 @@ from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
+from sluice.domain.backoff import Backoff
 from sluice.spec import RetryPolicy
 
 _DELTA = re.compile(r"\d{1,10}")
-
-
-def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
-    """Full jitter: uniform(0, min(cap, base * 2**attempt)); ``attempt`` counts retries from 0."""
-    ceiling = min(cap, base * 2.0 ** min(max(attempt, 0), 62))
-    return (rng or random).uniform(0.0, ceiling)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -63,6 +59,11 @@ class RetryRules:
         """Whether a response with ``status`` is worth another attempt."""
         return status in self.status_codes
 
+    @property
+    def backoff(self) -> Backoff:
+        """Full jitter: a wait anywhere from 0 to the capped ceiling."""
+        return Backoff(self.backoff_base_s, self.backoff_max_s)
+
     def delay(self, retry: int, rng: random.Random | None = None) -> float:
         """The backoff before retry number ``retry`` (0-based)."""
-        return backoff_delay(retry, self.backoff_base_s, self.backoff_max_s, rng)
+        return self.backoff.delay(retry, rng)

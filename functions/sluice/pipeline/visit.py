@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from typing import TYPE_CHECKING
 
+from sluice.domain.backoff import Backoff
 from sluice.domain.hosts import MAX_PAUSE_S, HostState, host_key
 from sluice.domain.layout import frontier_key, part_key
 from sluice.domain.pages import (
@@ -103,9 +104,9 @@ class RetryLater(Exception):
 
 def visibility_backoff(receive_count: int, retry_after_s: float, rng: random.Random, *, base: float, cap: float) -> int:
     """Seconds until the message is visible again: jittered exponential (half to full), never below Retry-After."""
-    ceiling = min(cap, base * 2 ** max(0, receive_count - 1))
+    wait = Backoff(base, cap, floor=0.5).delay(receive_count - 1, rng)
     # Rounded up: SQS takes whole seconds, and a fractional Retry-After (an HTTP date) must not be cut short.
-    return math.ceil(min(cap, max(retry_after_s, rng.uniform(ceiling / 2, ceiling))))
+    return math.ceil(min(cap, max(retry_after_s, wait)))
 
 
 @dataclass

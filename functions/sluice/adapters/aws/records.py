@@ -9,17 +9,15 @@ catalog run left), 25 to a ``BatchWriteItem``: one write unit per record of up t
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from sluice.adapters.aws import keys
+from sluice.adapters.aws.batch import batch_write
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.extraction.extract import Record, record_identity
 
 _BATCH = 25
-_RETRIES = 8
 
 
 class DynamoRecords:
@@ -49,14 +47,7 @@ class DynamoRecords:
                 }
                 for r in records[start : start + _BATCH]
             ]
-            request: dict[str, Any] = {self.table: puts}
-            for attempt in range(_RETRIES):
-                request = self._db.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
-                if not request:
-                    break
-                time.sleep(min(1.0, 0.05 * 2**attempt))
-            else:
-                raise RuntimeError(f"{self.table}: records still unprocessed after {_RETRIES} tries")
+            batch_write(self._db, self.table, puts)
 
     def get(self, crawl: str, key: str, type_: str | None = None) -> Mapping[str, object] | None:
         item_key = keys.record(crawl, record_identity(key, type_))
