@@ -22,6 +22,10 @@ VISIBILITY_BASE_S = 10.0
 """First visibility backoff of a message returned for a transient failure; doubles per receive..."""
 VISIBILITY_MAX_S = 900.0
 """...up to this."""
+LOCAL_VISIBILITY_BASE_S = 1.0
+LOCAL_VISIBILITY_MAX_S = 10.0
+"""The same backoff where a run plays on one machine (``sluice run``, the emulated stack): a returned message
+comes back in seconds, so a run with faults stays short."""
 
 # A run and its catalog.
 RUN_DEADLINE_HOURS = 12

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from infra.config import DEFAULT, StackConfig
@@ -9,6 +10,7 @@ from infra.config import DEFAULT, StackConfig
 from sluice import defaults
 from sluice.pipeline.services import Tuning
 from sluice.settings import Settings
+from sluice_tools.runner.local import LocalFleet
 
 WHERE = {
     "ledger_table": "sluice-dev-ledger",
@@ -50,3 +52,14 @@ def test_a_catalog_is_used_until_a_day_before_its_entries_expire() -> None:
     stack = StackConfig(claim_ttl_days=30)
     tuning = Settings.model_validate({**WHERE, **stack.function_settings()}).tuning()
     assert tuning.catalog_max_age_days == defaults.catalog_max_age_days(30) == 29
+
+
+def test_the_local_runner_runs_by_the_stacks_numbers_but_for_its_short_backoff_and_small_reads(tmp_path: Path) -> None:
+    local = LocalFleet(tmp_path / "specs", tmp_path / "state").tuning
+    assert (local.visibility_base_s, local.visibility_max_s) == (1.0, 10.0)
+    assert (
+        replace(
+            local, visibility_base_s=10.0, visibility_max_s=900.0, output_span_bytes=8 * 1024 * 1024, output_readers=8
+        )
+        == Tuning()
+    )

@@ -13,6 +13,7 @@ from typing import Any
 from botocore.client import BaseClient
 from infra.config import StackConfig
 
+from sluice import defaults
 from sluice.adapters.aws.clients import client, reset
 from sluice.settings import Settings
 from sluice_tools.emulate import moto_fifo
@@ -82,8 +83,8 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
             "finalize_queue_url": finalize_queue_url,
             "specs_dir": specs_dir,
             # Locally a returned message comes back in seconds, so a demo with faults stays short.
-            "visibility_base_s": 1.0,
-            "visibility_max_s": 10.0,
+            "visibility_base_s": defaults.LOCAL_VISIBILITY_BASE_S,
+            "visibility_max_s": defaults.LOCAL_VISIBILITY_MAX_S,
             "allow_loopback": allow_loopback,
         }
     )

@@ -84,8 +84,8 @@ class LocalFleet:
             max_receive_count=config.max_receive_count,
             run_deadline_hours=config.run_deadline_hours,
             # Locally a returned message comes back in seconds, so a run with faults stays short.
-            visibility_base_s=1.0,
-            visibility_max_s=10.0,
+            visibility_base_s=defaults.LOCAL_VISIBILITY_BASE_S,
+            visibility_max_s=defaults.LOCAL_VISIBILITY_MAX_S,
             catalog_max_age_days=defaults.catalog_max_age_days(config.claim_ttl_days),
             allow_loopback=allow_loopback,
             # Local files: small reads cost nothing, so the finalizer's buffers stay small.
