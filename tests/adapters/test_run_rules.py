@@ -134,3 +134,19 @@ def test_a_ledger_finds_the_latest_run_the_domain_calls_finished(
     found = ledger.latest_finished("c", complete=complete)
     assert found is not None
     assert found.run_id == expected.run_id
+
+
+def test_a_ledger_begins_finalizing_a_running_run_once_and_reextracts_only_a_finished_one(
+    store: tuple[Ledger, Frontier],
+) -> None:
+    ledger, _ = store
+    run = ledger.open_run("c", "d", DEADLINE, trigger=None, catalog_run=None, now=OPENED)
+    assert not ledger.reextracted("c", run.run_id, spec_digest="e", healthy=True, records=1)
+    assert ledger.begin_finalizing("c", run.run_id)
+    assert not ledger.begin_finalizing("c", run.run_id)
+    assert not ledger.begin_finalizing("c", "20261201T210000Z-ffffff")  # no such run
+    ledger.finish("c", run.run_id, healthy=False, complete=True, records=0, summary_key="k")
+    assert ledger.reextracted("c", run.run_id, spec_digest="e", healthy=True, records=1)
+    again = ledger.get_run("c", run.run_id)
+    assert again is not None
+    assert (again.status, again.spec_digest, again.healthy, again.records) == ("finished", "e", True, 1)

@@ -156,20 +156,8 @@ class DynamoRunLedger:
         )
 
     def begin_finalizing(self, crawl: str, run_id: str) -> bool:
-        try:
-            self._db.update_item(
-                TableName=self.table,
-                Key=to_item(keys.run(crawl, run_id)),
-                UpdateExpression="SET #s = :f, finalizing_at = :t",
-                ConditionExpression="#s = :r",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=to_item({":f": "finalizing", ":r": "running", ":t": iso(datetime.now(UTC))}),
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        values = {":f": "finalizing", ":t": iso(datetime.now(UTC))}
+        return self._update(crawl, run_id, "SET #s = :f, finalizing_at = :t", values, when="running") is not None
 
     def finish(self, crawl: str, run_id: str, *, healthy: bool, complete: bool, records: int, summary_key: str) -> None:
         values = {":done": "finished", ":now": iso(datetime.now(UTC)), ":h": healthy, ":c": complete}
@@ -194,41 +182,40 @@ class DynamoRunLedger:
                 raise
 
     def reextracted(self, crawl: str, run_id: str, *, spec_digest: str, healthy: bool, records: int) -> bool:
-        try:
-            self._db.update_item(
-                TableName=self.table,
-                Key=to_item(keys.run(crawl, run_id)),
-                UpdateExpression="SET spec_digest = :d, healthy = :h, records = :n",
-                ConditionExpression="#s = :done",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=to_item(
-                    {":d": spec_digest, ":h": healthy, ":n": records, ":done": "finished"}
-                ),
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        values = {":d": spec_digest, ":h": healthy, ":n": records}
+        expression = "SET spec_digest = :d, healthy = :h, records = :n"
+        return self._update(crawl, run_id, expression, values, when="finished") is not None
 
     def _update(
-        self, crawl: str, run_id: str, expression: str, values: Mapping[str, Any], *, returns: bool = False
+        self,
+        crawl: str,
+        run_id: str,
+        expression: str,
+        values: Mapping[str, Any],
+        *,
+        when: str | None = None,
+        returns: bool = False,
     ) -> dict[str, Any] | None:
-        """One update of an existing run item; None (no change) if there is no such run."""
+        """One update of an existing run item (whose status is ``when``, if given): the item as updated (empty
+        unless ``returns``), or None (no change) if there is no such run or its status is another."""
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_exists(pk)"}
+        if when is not None:
+            condition = {"ConditionExpression": "#s = :when", "ExpressionAttributeNames": {"#s": "status"}}
+            values = {**values, ":when": when}
         try:
             answer = self._db.update_item(
                 TableName=self.table,
                 Key=to_item(keys.run(crawl, run_id)),
                 UpdateExpression=expression,
-                ConditionExpression="attribute_exists(pk)",
                 ExpressionAttributeValues=to_item(values),
                 ReturnValues="ALL_NEW" if returns else "NONE",
+                **condition,
             )
         except ClientError as exc:
             if _code(exc) == "ConditionalCheckFailedException":
                 return None
             raise
-        attributes: dict[str, Any] | None = answer.get("Attributes")
+        attributes: dict[str, Any] = answer.get("Attributes", {})
         return attributes
 
 
