@@ -4,8 +4,8 @@ Per URL: a fetch (conditional when the catalog run knew the page) and extraction
 batch of 20 URLs or more writes its first half while its second half is fetched,
 :mod:`sluice.pipeline.writer`; a smaller one, or one that archives, is one chunk): one part object
 with the chunk's fetched pages' records, one claim per new link and one send for them, one
-conditional write per URL that counts it (its :class:`PageResult`). Per batch, after its chunks: one
-progress report. Every step is safe to repeat and the order makes a crash at any line harmless:
+conditional write per URL that counts it (its :class:`PageResult`), one progress report. Every step
+is safe to repeat and the order makes a crash at any line harmless:
 
 0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.archive`) are
    written before the part and any result (a crash leaves an unreferenced file);
@@ -431,7 +431,6 @@ class _RunBatch:
             fetched_at = time.monotonic()
             with traced("write batch", pages=sum(isinstance(o, _Visit) for o in outcomes)):
                 counted = sum(await writes.finish(), Progress())
-                await asyncio.to_thread(self._report, counted)
         finally:
             await writes.settle()
         write_ms = round((time.monotonic() - fetched_at) * 1000)
@@ -553,7 +552,7 @@ class _RunBatch:
 
     def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit], *, archive: BatchArchive | None) -> Progress:
         """A chunk of the batch's writes, in the order that makes a crash anywhere harmless (see the module doc);
-        what it counted (reported once a batch, by :meth:`_report`)."""
+        what it counted."""
         services = self.services
         if archive is not None:
             archive.flush(services.objects)  # before the part and every result that refers to it
@@ -579,19 +578,19 @@ class _RunBatch:
         won = [r for r, ok in zip(results, counted, strict=True) if ok]
         for result in won:
             _log_page(self.log, result)
-        return Progress(
+        progress = Progress(
             claimed=claimed,
             done=len(won),
             records=sum(r.records for r in won),
             failed=sum(r.outcome == "failed" for r in won),
         )
-
-    def _report(self, progress: Progress) -> None:
-        """The batch's progress report, once a batch, after all its chunks; then the drain check."""
+        # Each chunk reports what it counted: a worker dying between two chunks must not leave the first
+        # one's pages out of the drain trigger's sum, as nothing would ever count them again.
         if progress != Progress():
-            self.services.frontier.add_progress(self.run_id, progress)
-        if progress.done:
+            services.frontier.add_progress(self.run_id, progress)
+        if won:
             self._finalize_if_drained()
+        return progress
 
     def _finalize_if_drained(self) -> None:
         services = self.services

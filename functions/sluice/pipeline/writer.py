@@ -12,8 +12,9 @@ first chunk's pages counted and the second's not: the batch's messages come back
 only after :meth:`ChunkedWrites.finish`), and the redelivery skips the pages the first chunk counted.
 Writes never overlap one another: at most one chunk is in a thread at a time.
 
-At most two chunks a batch, so at most one more part object than a batch written whole (what the
-``make cost`` budget allows); the run's progress is reported once a batch by the caller, as before.
+At most two chunks a batch, so at most one more part object and one more progress report than a
+batch written whole (what the ``make cost`` budget allows). Each chunk reports its own progress: a
+worker dying between the chunks must not leave the first chunk's pages out of the drain trigger's sum.
 """
 
 from __future__ import annotations
