@@ -1,8 +1,8 @@
 """A batch written in two chunks while it fetches (pipeline/writer.py): each chunk is written as a whole
 batch is, so a worker dying between the chunks still counts every page and record once.
 
-The demo batches here hold 5 URLs: the threshold for a split is lowered to 2, so that they are
-written as 3 pages, then 2.
+The demo batches here hold 5 URLs: the threshold for a split (``early_write_urls``, off on the stack by
+default) is 2, so that they are written as 3 pages, then 2.
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ def _parts_written(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_batch_is_written_in_two_parts_and_counted_once(
     pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(visit_module, "EARLY_WRITE_MIN_URLS", 2)
-    pipeline.configure(urls_per_message=PAGES)
+    pipeline.configure(urls_per_message=PAGES, early_write_urls=2)
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     parts = _parts_written(pipeline, monkeypatch)
@@ -53,8 +52,7 @@ def test_a_batch_is_written_in_two_parts_and_counted_once(
 def test_worker_dying_between_the_chunks_counts_every_page_once(
     pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(visit_module, "EARLY_WRITE_MIN_URLS", 2)
-    pipeline.configure(urls_per_message=PAGES)
+    pipeline.configure(urls_per_message=PAGES, early_write_urls=2)
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     frontier = pipeline.services.frontier
@@ -132,5 +130,6 @@ def test_a_small_batch_is_one_chunk() -> None:
         return await writes.finish()
 
     assert asyncio.run(batch()) == [5]
-    assert visit_module._early_chunk(visit_module.EARLY_WRITE_MIN_URLS - 1, None) == 0
-    assert visit_module._early_chunk(100, None) == 50
+    assert visit_module._early_chunk(19, None, 20) == 0
+    assert visit_module._early_chunk(100, None, 20) == 50
+    assert visit_module._early_chunk(100, None, 0) == 0  # the stack's default: written whole

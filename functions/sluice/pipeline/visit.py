@@ -1,8 +1,8 @@
 """Visit a batch of queue messages: fetch every URL, and write what the batch learned in one or two chunks.
 
-Per URL: a fetch (conditional when the catalog run knew the page) and extraction. Per chunk (a
-batch of 20 URLs or more writes its first half while its second half is fetched,
-:mod:`sluice.pipeline.writer`; a smaller one, or one that archives, is one chunk): one part object
+Per URL: a fetch (conditional when the catalog run knew the page) and extraction. Per chunk (with
+``Tuning.early_write_urls``, locally, a batch writes its first half while its second half is fetched,
+:mod:`sluice.pipeline.writer`; otherwise, or when it archives, a batch is one chunk): one part object
 with the chunk's fetched pages' records, one claim per new link and one send for them, one
 conditional write per URL that counts it (its :class:`PageResult`), one progress report. Every step
 is safe to repeat and the order makes a crash at any line harmless:
@@ -407,7 +407,8 @@ class _RunBatch:
         first = by_host_in_turn([item for item in todo if not _awaits_parent(spec, item[2])])
         todo = [*first, *later]
         # Half the batch's pages are written while the other half is fetched (pipeline/writer.py).
-        writes = ChunkedWrites(partial(self._write, run, spec, archive=archive), _early_chunk(len(first), archive))
+        early = _early_chunk(len(first), archive, services.tuning.early_write_urls)
+        writes = ChunkedWrites(partial(self._write, run, spec, archive=archive), early)
 
         async def visited(task: UrlTask, queued: QueuedMessage) -> _Visit | _Retry:
             outcome = await one(task, queued)
@@ -610,14 +611,11 @@ def _archive(crawl: str, run_id: str) -> BatchArchive:
     return BatchArchive(crawl, run_id)
 
 
-EARLY_WRITE_MIN_URLS = 20
-"""A batch of fewer URLs is written whole once fetched: a second part object is not worth its PUT there."""
-
-
-def _early_chunk(urls: int, archive: BatchArchive | None) -> int:
-    """After how many visited pages a batch of ``urls`` starts writing (0: once fetched). With ``output.archive``
-    the batch is written whole: the archive's file is added to on the loop while a chunk would flush it."""
-    if archive is not None or urls < EARLY_WRITE_MIN_URLS:
+def _early_chunk(urls: int, archive: BatchArchive | None, min_urls: int) -> int:
+    """After how many visited pages a batch of ``urls`` starts writing (0: once fetched), for
+    ``Tuning.early_write_urls`` ``min_urls`` (0: off). With ``output.archive`` the batch is written whole:
+    the archive's file is added to on the loop while a chunk would flush it."""
+    if archive is not None or min_urls <= 0 or urls < min_urls:
         return 0
     return (urls + 1) // 2
 
