@@ -198,7 +198,8 @@ def pipeline_targets(runs: list[Run]) -> list[dict[str, Any]]:
         run = _pipeline_run(runs, size, "pipeline", "docs" if size == "docs" else "first")
         where = "link-heavy docs site" if size == "docs" else f"{size:,} listing pages"
         ratio = run["pages_per_s"] / crawl["pages_per_s"] if run and crawl else None
-        checks.append(_verdict(f"sluice run ÷ sluice crawl pages/s, {where}", ratio, 0.5, True, "×"))
+        # Issue 18: on one host the pipeline keeps fetching while it writes, so it stays within 0.8 of the engine.
+        checks.append(_verdict(f"sluice run ÷ sluice crawl pages/s, {where}", ratio, 0.8, True, "×"))
     peaks = [r["peak_rss_mb"] for r in runs if r.get("client") == "pipeline" and "peak_rss_mb" in r]
     checks.append(_verdict("sluice run peak RSS (every run)", max(peaks, default=None), 300.0, False, "MB"))
     if len(sizes) >= 2:

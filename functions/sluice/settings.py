@@ -49,6 +49,8 @@ class Settings(BaseModel):
     """Receives a fetcher may add to a batch of few hosts (``sluice.pipeline.visit._pack``); 0 turns packing off."""
     host_backlog_messages: int = Field(default=defaults.HOST_BACKLOG_MESSAGES, ge=0, le=12_000)
     """Messages of one host in the queue at once (``sluice.pipeline.backlog``); 0 sends every seed at once."""
+    early_write_urls: int = Field(default=defaults.EARLY_WRITE_URLS, ge=0, le=10_000)
+    """A batch of at least this many URLs writes its first half while fetching its second (0: off, the stack's)."""
     fetcher_memory_mb: int = Field(default=defaults.FETCHER_MEMORY_MB, ge=128, le=10_240)
     finalizer_memory_mb: int = Field(default=defaults.FINALIZER_MEMORY_MB, ge=128, le=10_240)
     egress: Literal["direct", "fixed"] = "direct"
@@ -73,6 +75,7 @@ class Settings(BaseModel):
             batch_size=self.batch_size,
             pack_receives=self.pack_receives,
             host_backlog_messages=self.host_backlog_messages,
+            early_write_urls=self.early_write_urls,
             fetcher_memory_mb=self.fetcher_memory_mb,
             finalizer_memory_mb=self.finalizer_memory_mb,
             egress_ips=tuple(ip for ip in self.egress_ips.split(",") if ip),

@@ -38,6 +38,7 @@ from .proxies import PROXY_AUTH_REQUIRED, PoolProxy, Route, proxy_failure
 from .retry import RetryRules, parse_retry_after
 from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse, RobotsStore
 from .safety import AddressGuard
+from .target import parse_target, target_host
 from .transport import guarded_session
 from .wire import AiohttpWire, HttpxWire, Reply, Wire
 
@@ -279,7 +280,7 @@ class PageFetcher:
     ) -> _Answer:
         """One attempt: every redirect hop is address-checked, robots-checked and gated."""
         try:
-            target = _without_credentials(httpx.URL(url))
+            target = _without_credentials(parse_target(url))
         except httpx.InvalidURL as exc:
             raise PermanentFetchError("invalid URL") from exc
         headers = validators.request_headers() if validators is not None and not robots_mode else {}
@@ -305,7 +306,7 @@ class PageFetcher:
                 if refusal is not None:
                     raise SkipFetch(refusal if hop == 0 else f"redirect to {target}: {refusal}")
                 delay = self.robots.crawl_delay(target, agent)
-            host = host_key(str(target))
+            host = target_host(target)
             try:
                 async with self.gate.slot(host, delay, max_wait_s=max_wait_s):
                     result = await self._exchange(target, host, sent, robots_mode, url)
@@ -363,7 +364,7 @@ class PageFetcher:
         pool = self.proxies
         if pool is None:
             return await wire.send(target, headers), None
-        host = host_key(str(target))
+        host = target_host(target)
         for _ in range(len(pool.proxies)):
             chosen = pool.choose(host, page)
             if chosen is None:
@@ -406,7 +407,7 @@ class PageFetcher:
             if next_url is None:
                 raise PermanentFetchError(f"bad redirect location {location[:200]!r}")
             try:
-                return _without_credentials(httpx.URL(next_url))
+                return _without_credentials(parse_target(next_url))
             except httpx.InvalidURL as exc:
                 raise PermanentFetchError(f"bad redirect location {location[:200]!r}") from exc
         if self.rules.should_retry(status):

@@ -18,6 +18,7 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
+from functools import lru_cache
 
 import httpx
 
@@ -84,6 +85,14 @@ def _literal(host: str) -> IPAddress | None:
         return None
 
 
+@lru_cache(maxsize=1024)
+def _literal_refusal(host: str, allow_loopback: bool) -> tuple[str | None] | None:
+    """For a literal address, (why it is refused, or None); None for a name. Cached: a host's pages ask it
+    once each, and parsing the address and testing its ranges every time cost more than this look-up."""
+    literal = _literal(host)
+    return None if literal is None else (address_refusal(literal, allow_loopback=allow_loopback),)
+
+
 class AddressGuard:
     """Checks a URL's scheme and every address its host resolves to.
 
@@ -124,9 +133,9 @@ class AddressGuard:
         if origin_key(parsed) in self.trusted:
             return None
         host = parsed.raw_host.decode("ascii").strip("[]")
-        literal = _literal(host)
+        literal = _literal_refusal(host, self.allow_loopback)
         if literal is not None:
-            return address_refusal(literal, allow_loopback=self.allow_loopback)
+            return literal[0]
         default_port = 443 if parsed.scheme == "https" else 80
         for ip in await self._resolve(host, parsed.port or default_port):
             refusal = address_refusal(ip, allow_loopback=self.allow_loopback)

@@ -1,9 +1,11 @@
-"""Visit a batch of queue messages: fetch every URL, then write what the batch learned, once per batch.
+"""Visit a batch of queue messages: fetch every URL, and write what the batch learned in one or two chunks.
 
-Per URL: a fetch (conditional when the catalog run knew the page) and extraction. Per batch:
-one part object with every fetched page's records, one claim per new link and one send for
-them, one conditional write per URL that counts it (its :class:`PageResult`), one progress
-report. Every step is safe to repeat and the order makes a crash at any line harmless:
+Per URL: a fetch (conditional when the catalog run knew the page) and extraction. Per chunk (with
+``Tuning.early_write_urls``, locally, a batch writes its first half while its second half is fetched,
+:mod:`sluice.pipeline.writer`; otherwise, or when it archives, a batch is one chunk): one part object
+with the chunk's fetched pages' records, one claim per new link and one send for them, one
+conditional write per URL that counts it (its :class:`PageResult`), one progress report. Every step
+is safe to repeat and the order makes a crash at any line harmless:
 
 0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.archive`) are
    written before the part and any result (a crash leaves an unreferenced file);
@@ -26,6 +28,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import zip_longest
 from typing import TYPE_CHECKING
 
@@ -74,6 +77,7 @@ from sluice.pipeline.links import (
 )
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
+from sluice.pipeline.writer import ChunkedWrites
 from sluice.ports import Claims, SecretSource
 from sluice.spec import CrawlSpec
 
@@ -403,18 +407,35 @@ class _RunBatch:
         later = by_host_in_turn([item for item in todo if _awaits_parent(spec, item[2])])
         first = by_host_in_turn([item for item in todo if not _awaits_parent(spec, item[2])])
         todo = [*first, *later]
-        with traced("fetch pages", urls=len(todo), hosts=len(hosts)):
-            outcomes = await asyncio.gather(*(one(t, q) for _, q, t in first), return_exceptions=True)
-            if later:
-                later, stale = await self._fresh_carry(later, first, outcomes)
-                todo = [*first, *later]
-                for outcome in await asyncio.gather(*(one(t, q) for _, q, t in later), return_exceptions=True):
-                    if isinstance(outcome, _Visit) and stale:
-                        outcome.result = mark_stale(outcome.result, stale)
-                    outcomes.append(outcome)
-        visits = [o for o in outcomes if isinstance(o, _Visit)]
-        with traced("write batch", pages=len(visits)):
-            counted = await asyncio.to_thread(self._write, run, spec, visits, archive)
+        # Half the batch's pages are written while the other half is fetched (pipeline/writer.py).
+        early = _early_chunk(len(first), archive, services.tuning.early_write_urls)
+        writes = ChunkedWrites(partial(self._write, run, spec, archive=archive), early)
+
+        async def visited(task: UrlTask, queued: QueuedMessage) -> _Visit | _Retry:
+            outcome = await one(task, queued)
+            if isinstance(outcome, _Visit):
+                writes.add(outcome)
+            return outcome
+
+        started = time.monotonic()
+        try:
+            with traced("fetch pages", urls=len(todo), hosts=len(hosts)):
+                outcomes = await asyncio.gather(*(visited(t, q) for _, q, t in first), return_exceptions=True)
+                if later:
+                    later, stale = await self._fresh_carry(later, first, outcomes)
+                    todo = [*first, *later]
+                    for outcome in await asyncio.gather(*(one(t, q) for _, q, t in later), return_exceptions=True):
+                        if isinstance(outcome, _Visit):
+                            if stale:
+                                outcome.result = mark_stale(outcome.result, stale)
+                            writes.add(outcome)
+                        outcomes.append(outcome)
+            fetched_at = time.monotonic()
+            with traced("write batch", pages=sum(isinstance(o, _Visit) for o in outcomes)):
+                counted = sum(await writes.finish(), Progress())
+        finally:
+            await writes.settle()
+        write_ms = round((time.monotonic() - fetched_at) * 1000)
         if isinstance(fetcher, PageFetcher):
             await self._hand_on_hosts(fetcher, hosts)
         failed_by: dict[str, tuple[float, list[str]]] = {}
@@ -455,6 +476,9 @@ class _RunBatch:
                 "records": counted.records,
                 "links_claimed": counted.claimed,
                 "retries": sum(isinstance(o, _Retry) for o in outcomes),
+                "fetch_ms": round((fetched_at - started) * 1000),
+                "write_ms": write_ms,
+                "write_chunks": writes.chunks,
                 **(
                     {
                         "archive_files": archive.files,
@@ -528,8 +552,9 @@ class _RunBatch:
             if tripped and (was is None or was.counts(self.run_id).tripped is None):
                 logger.warning("host blocked for the run", extra={**self.log, "host": state.host, "reason": tripped})
 
-    def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit], archive: BatchArchive | None) -> Progress:
-        """The batch's writes, in the order that makes a crash anywhere harmless (see the module doc)."""
+    def _write(self, run: RunState, spec: CrawlSpec, visits: list[_Visit], *, archive: BatchArchive | None) -> Progress:
+        """A chunk of the batch's writes, in the order that makes a crash anywhere harmless (see the module doc);
+        what it counted."""
         services = self.services
         if archive is not None:
             archive.flush(services.objects)  # before the part and every result that refers to it
@@ -561,6 +586,8 @@ class _RunBatch:
             records=sum(r.records for r in won),
             failed=sum(r.outcome == "failed" for r in won),
         )
+        # Each chunk reports what it counted: a worker dying between two chunks must not leave the first
+        # one's pages out of the drain trigger's sum, as nothing would ever count them again.
         if progress != Progress():
             services.frontier.add_progress(self.run_id, progress)
         if won:
@@ -582,6 +609,15 @@ def _archive(crawl: str, run_id: str) -> BatchArchive:
     from sluice.pipeline.archive import BatchArchive
 
     return BatchArchive(crawl, run_id)
+
+
+def _early_chunk(urls: int, archive: BatchArchive | None, min_urls: int) -> int:
+    """After how many visited pages a batch of ``urls`` starts writing (0: once fetched), for
+    ``Tuning.early_write_urls`` ``min_urls`` (0: off). With ``output.archive`` the batch is written whole:
+    the archive's file is added to on the loop while a chunk would flush it."""
+    if archive is not None or min_urls <= 0 or urls < min_urls:
+        return 0
+    return (urls + 1) // 2
 
 
 def _done(entry: UrlEntry | None) -> bool:

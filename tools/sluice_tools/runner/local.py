@@ -47,6 +47,8 @@ VISIBILITY_S = 900.0
 """A received message stays hidden while its worker lives; only a dead process leaves one behind,
 and the next run releases those at once (so this is never waited out)."""
 IDLE_WAIT_S = 0.02
+LOCAL_EARLY_WRITE_URLS = 20
+"""A local batch of this many URLs or more is written in two chunks (``Tuning.early_write_urls``)."""
 PROGRESS_EVERY_S = 0.2
 
 
@@ -95,6 +97,8 @@ class LocalFleet:
             batch_size=config.batch_size,
             pack_receives=config.pack_receives,
             host_backlog_messages=config.host_backlog_messages,
+            # Parts are files here: a batch writes its first half while it fetches the second (pipeline/writer.py).
+            early_write_urls=LOCAL_EARLY_WRITE_URLS,
             fetcher_memory_mb=config.fetcher.memory_mb,
             finalizer_memory_mb=config.finalizer.memory_mb,
         )
