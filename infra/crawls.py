@@ -7,7 +7,7 @@ import math
 import re
 from pathlib import Path
 
-from sluice.spec import SPEC_SUFFIXES, CrawlSpec, load_spec
+from sluice.spec import CrawlSpec, load_spec, spec_files
 
 CRAWLS = Path(__file__).resolve().parents[1] / "crawls"
 _RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
@@ -30,8 +30,7 @@ def _loopback(host: str) -> bool:
 
 def deployed_specs(folder: Path = CRAWLS) -> list[CrawlSpec]:
     """Every spec in ``crawls/`` but the local-only ones, validated; a bad spec fails the synth with its errors."""
-    files = sorted(p for p in folder.iterdir() if p.suffix in SPEC_SUFFIXES)
-    specs = [s for s in (load_spec(p, named_after_file=True) for p in files) if not local_only(s)]
+    specs = [s for s in (load_spec(p, named_after_file=True) for p in spec_files(folder)) if not local_only(s)]
     names = [s.name for s in specs]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:

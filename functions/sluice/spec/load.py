@@ -68,6 +68,25 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+"""What a spec file's name ends in; a crawl's spec is ``NAME`` plus the first of these that exists."""
+
+
+def spec_files(folder: Path) -> list[Path]:
+    """The spec files in ``folder``, sorted by name (none if the folder does not exist)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+
+
+def find_spec(folder: Path, crawl: str) -> Path | None:
+    """The spec file of ``crawl`` in ``folder``: ``crawl.yaml``, ``crawl.yml`` or ``crawl.json``, in that order."""
+    for suffix in SPEC_SUFFIXES:
+        path = folder / f"{crawl}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
 MAX_SPEC_BYTES = 1024 * 1024
 """A spec file's size at most: validating costs time and memory with size, and a spec is read at every cold start."""
 MAX_SPEC_DEPTH = 32
