@@ -16,14 +16,25 @@ CDK_ARGS := --no-notices $(if $(STAGE),-c stage=$(STAGE)) $(if $(ALARM_EMAIL),-c
 .PHONY: help install browser test lint typecheck unit demo bench cost scale clean synth deploy diff destroy bootstrap layer-report
 
 help:
-	@echo "make demo   crawl the bundled demo site end to end, print a summary and write its report"
-	@echo "make test   lint, type-check and run the whole test suite"
-	@echo "make bench  measure throughput and CPU per page against Scrapy and httpx+BeautifulSoup"
-	@echo "make cost   meter every AWS call of real runs on moto and price them (writes docs/costs.md)"
-	@echo "make scale  simulate 1M-100M URL nights of the deployed stack under AWS's limits (writes docs/scale.md;"
-	@echo "            ARGS=--json: one JSON object a scenario; ARGS=--check: a real local run against its prediction)"
-	@echo "make synth  write the CloudFormation template to cdk.out/ (offline; EGRESS=fixed NAT_GATEWAYS=1|2)"
-	@echo "make deploy deploy to the AWS account in your environment (after make bootstrap)"
+	@echo "make demo         crawl the bundled demo site end to end, print a summary and write its report"
+	@echo "make test         lint, type-check and run the whole test suite (lint + typecheck + unit)"
+	@echo "make lint         ruff check and ruff format --check"
+	@echo "make typecheck    mypy --strict"
+	@echo "make unit         the test suite on two workers"
+	@echo "make install      the venv (.venv) and Debian's chromium for the report's browser test (as root)"
+	@echo "make browser      only Debian's chromium"
+	@echo "make bench        measure throughput and CPU per page against Scrapy and httpx+BeautifulSoup"
+	@echo "make cost         meter every AWS call of real runs on moto and price them (writes docs/costs.md)"
+	@echo "make scale        simulate 1M-100M URL nights of the deployed stack under AWS's limits (writes docs/scale.md;"
+	@echo "                  ARGS=--json: one JSON object a scenario; ARGS=--check: a real local run against its prediction)"
+	@echo "make synth        write the CloudFormation template to cdk.out/ (offline; EGRESS=fixed NAT_GATEWAYS=1|2)"
+	@echo "make diff         cdk diff against the deployed stack (STAGE=NAME)"
+	@echo "make bootstrap    cdk bootstrap, once per account and region"
+	@echo "make deploy       deploy to the AWS account in your environment (after make bootstrap; ALARM_EMAIL=...)"
+	@echo "make destroy      delete the stack (STAGE=NAME)"
+	@echo "make layer-report build the arm64 layer and time each handler's cold import"
+	@echo "make clean        remove the venv, caches, cdk.out, node_modules and .tools"
+	@echo "make help         this list"
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -16,6 +16,8 @@ from pathlib import Path
 import jsii
 from aws_cdk import BundlingOptions, DockerImage, ILocalBundling
 
+from sluice.spec import spec_files
+
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements.txt"
 PACKAGE = ROOT / "functions" / "sluice"
@@ -44,7 +46,7 @@ def shipped_files() -> list[Path]:
     """The package's files that go to Lambda, and the crawl specs."""
     # The whole package ships: developer tooling lives in tools/, so there is nothing to leave out.
     files = [p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.relative_to(PACKAGE).parts]
-    specs = [p for p in CRAWLS.iterdir() if p.suffix in (".yaml", ".yml", ".json")]
+    specs = spec_files(CRAWLS)
     return files + specs
 
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 from pathlib import Path
 
-from sluice.spec import SPEC_SUFFIXES, CrawlSpec, load_spec
+from sluice.spec import CrawlSpec, load_spec, spec_files
 
 CRAWLS = Path(__file__).resolve().parents[1] / "crawls"
-_RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
-_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
 
 
 def local_only(spec: CrawlSpec) -> bool:
@@ -30,8 +27,7 @@ def _loopback(host: str) -> bool:
 
 def deployed_specs(folder: Path = CRAWLS) -> list[CrawlSpec]:
     """Every spec in ``crawls/`` but the local-only ones, validated; a bad spec fails the synth with its errors."""
-    files = sorted(p for p in folder.iterdir() if p.suffix in SPEC_SUFFIXES)
-    specs = [s for s in (load_spec(p, named_after_file=True) for p in files) if not local_only(s)]
+    specs = [s for s in (load_spec(p, named_after_file=True) for p in spec_files(folder)) if not local_only(s)]
     names = [s.name for s in specs]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -39,37 +35,23 @@ def deployed_specs(folder: Path = CRAWLS) -> list[CrawlSpec]:
     return specs
 
 
-def schedule_period_s(expression: str) -> int:
-    """How often a schedule fires, in seconds: exact for rate(), the coarsest field that varies for cron()."""
-    rate = _RATE.fullmatch(expression.strip())
-    if rate:
-        return int(rate.group(1)) * _UNIT_S[rate.group(2).rstrip("s")]
-    fields = expression.strip()[len("cron(") : -1].split()
-    minutes, hours, day_of_month, _month, day_of_week = fields[:5]
-    if minutes in ("*", "?") or "/" in minutes:
-        return 60 * (int(minutes.split("/")[1]) if "/" in minutes else 1)
-    if hours in ("*", "?") or "/" in hours:
-        return 3600 * (int(hours.split("/")[1]) if "/" in hours else 1)
-    if day_of_week not in ("*", "?"):
-        return 7 * 86400 // max(1, len(day_of_week.split(",")))
-    if day_of_month not in ("*", "?"):
-        return 31 * 86400
-    return 86400
+MAX_ALARM_RANGE_S = 7 * 86400
+"""CloudWatch evaluates an alarm over at most seven days (period times evaluation periods)..."""
+MAX_SHORT_ALARM_RANGE_S = 86400
+"""...and over at most one day when the period is under an hour (PutMetricAlarm's limits)."""
 
 
-MAX_ALARM_WINDOW_S = 7 * 86400
-"""CloudWatch evaluates an alarm over at most seven days."""
+def alarm_range_allowed(period_s: int, evaluations: int) -> bool:
+    """Would CloudWatch take an alarm of this period and this many evaluation periods?"""
+    limit = MAX_SHORT_ALARM_RANGE_S if period_s < 3600 else MAX_ALARM_RANGE_S
+    return period_s % 60 == 0 and evaluations >= 1 and period_s * evaluations <= limit
 
 
-def missing_run_window(expression: str, grace_s: int = 3600) -> tuple[int, int]:
-    """(alarm period, evaluation periods) that cover one schedule period plus grace.
+def missing_run_period_s(sweep_minutes: int) -> int:
+    """The missing-run alarm's period: whole hours holding at least two sweeps, so one late sweep is no silence.
 
-    The missing-run alarm fires when every one of those periods had no RunHealthy datum.
-    Windows longer than CloudWatch's seven days are cut to seven days.
+    The sweep judges every scheduled crawl (``sluice.domain.schedule.run_missing``) and emits ``RunMissing``
+    for each; the alarm needs one period, whatever the schedule: a monthly crawl is judged by the sweep
+    against its own period, never by a CloudWatch window it could not fit in.
     """
-    window = min(schedule_period_s(expression) + grace_s, MAX_ALARM_WINDOW_S)
-    for period in (300, 3600, 21600, 86400):
-        evaluations = math.ceil(window / period)
-        if evaluations <= 100 and period * evaluations <= MAX_ALARM_WINDOW_S:
-            return period, evaluations
-    return 86400, 7
+    return max(1, math.ceil(2 * sweep_minutes / 60)) * 3600

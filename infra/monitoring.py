@@ -1,6 +1,6 @@
 """Alarms that page someone, and a dashboard: per crawl, the three questions a scheduled crawl must answer.
 
-Did it run (a RunHealthy datum within the schedule period plus grace: missing data breaches)?
+Did it run (the sweep's RunMissing: no run finished within the schedule period plus grace; silence breaches)?
 Did it collect a plausible number of records (RecordCountRatio against the spec's floor)?
 Did errors rise (ErrorRate against the spec's ceiling)? Plus the pipeline's own health:
 dead letters, fetcher errors and throttles.
@@ -21,7 +21,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from infra.config import CRAWL_TAG, StackConfig
-from infra.crawls import missing_run_window
+from infra.crawls import missing_run_period_s
 from infra.functions import Functions
 from infra.queues import Queues
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
@@ -187,17 +187,22 @@ class Monitoring(Construct):
             crawl=name,
         )
         if spec.schedule:
-            period, evaluations = missing_run_window(spec.schedule)
+            # The sweep judges the schedule (any period, a month included) and emits RunMissing every
+            # sweep: the alarm needs one period whatever the schedule, within CloudWatch's 7-day range.
             self._alarm(
                 f"{name}-missing-run",
-                run_metric(name, RunMetric.RUN_HEALTHY, "SampleCount", Duration.seconds(period)),
-                threshold=1,
-                above=False,
-                meaning=f"{name}: no run has reported within its schedule ({spec.schedule}) plus an hour.",
+                run_metric(
+                    name,
+                    RunMetric.RUN_MISSING,
+                    "Maximum",
+                    Duration.seconds(missing_run_period_s(self.config.sweep_minutes)),
+                ),
+                threshold=0,
+                above=True,
+                meaning=f"{name}: no run has finished within its schedule ({spec.schedule}) plus an hour.",
                 runbook="missing-run",
                 crawl=name,
-                evaluations=evaluations,
-                missing=cw.TreatMissingData.BREACHING,  # silence is the failure this alarm exists for
+                missing=cw.TreatMissingData.BREACHING,  # no datum means no sweep: silence is the failure
             )
 
     def _pipeline_alarms(self, functions: Functions, queues: Queues) -> None:

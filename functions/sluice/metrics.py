@@ -18,7 +18,8 @@ class Unit(StrEnum):
 
 
 class RunMetric(StrEnum):
-    """Emitted once per finished run by the finalizer, with the crawl as the only dimension."""
+    """Emitted once per finished run by the finalizer (RunMissing: by every sweep), with the crawl as the only
+    dimension."""
 
     RECORDS_PER_RUN = "RecordsPerRun"
     RECORD_COUNT_RATIO = "RecordCountRatio"
@@ -40,6 +41,9 @@ class RunMetric(StrEnum):
     """1 for a run that ended failed (a finalize shard past its retries, too large, finalizing that never completed)."""
     ESTIMATED_COST = "EstimatedCostUSD"
     """The run's estimated AWS cost in US dollars at list prices: ``cost.estimated_usd`` of its summary."""
+    RUN_MISSING = "RunMissing"
+    """Emitted by every sweep (not per run) for each crawl with a schedule: 1 when no run has finished within
+    the schedule's period plus an hour (``sluice.domain.schedule.run_missing``), else 0."""
     PROXIES_EJECTED = "ProxiesEjected"
     """Proxies of the pool (``request.proxies``) ejected for the run: 407, no connection, or 403 on every answer
     (emitted for crawls with a pool only)."""
@@ -62,4 +66,5 @@ UNITS: dict[RunMetric, Unit] = {
     RunMetric.RUN_FAILED: Unit.COUNT,
     RunMetric.ESTIMATED_COST: Unit.NONE,  # CloudWatch has no currency unit: the name says dollars
     RunMetric.PROXIES_EJECTED: Unit.COUNT,
+    RunMetric.RUN_MISSING: Unit.COUNT,
 }

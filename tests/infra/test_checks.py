@@ -20,6 +20,7 @@ from sluice.domain.verdict import RunCounts, judge
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
 from sluice.pipeline.finalize import emit_metrics
 from sluice.pipeline.output import OutputSummary
+from sluice.pipeline.schedules import ScheduleCheck, emit_missing_runs
 from sluice.spec import Alerts
 
 # Rules we ignore, and why. W3005: aws-cdk-lib adds DependsOn from each function to its own role,
@@ -84,7 +85,8 @@ def test_finalizer_emits_every_run_metric_with_the_crawl_as_only_dimension(capsy
     assert directive["Namespace"] == NAMESPACE
     assert directive["Dimensions"] == [[CRAWL_DIMENSION]]
     assert document[CRAWL_DIMENSION] == "demo-books"
-    every = {m.value: UNITS[m].value for m in RunMetric if m is not RunMetric.PROXIES_EJECTED}  # a pool crawl's only
+    # ProxiesEjected: a pool crawl's only; RunMissing: the sweep's, not a run's.
+    every = {m.value: UNITS[m].value for m in RunMetric if m not in (RunMetric.PROXIES_EJECTED, RunMetric.RUN_MISSING)}
     assert {m["Name"]: m["Unit"] for m in directive["Metrics"]} == every
 
 
@@ -101,6 +103,12 @@ def test_alarms_watch_exactly_what_the_finalizer_emits(
 ) -> None:
     (directive,) = _emitted(capsys)["_aws"]["CloudWatchMetrics"]
     emitted = {m["Name"]: m["Unit"] for m in directive["Metrics"]}
+    emit_missing_runs([ScheduleCheck("books-toscrape", "cron(17 3 * * ? *)", None, missing=False)])
+    (swept,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    (sweep_directive,) = swept["_aws"]["CloudWatchMetrics"]
+    assert sweep_directive["Dimensions"] == directive["Dimensions"]
+    emitted |= {m["Name"]: m["Unit"] for m in sweep_directive["Metrics"]}
+    assert "RunMissing" in emitted
     run_alarms = [
         a["Properties"]
         for a in resources.values()

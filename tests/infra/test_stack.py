@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 from infra.app import build, context
 from infra.config import DEFAULT
-from infra.crawls import deployed_specs
+from infra.crawls import alarm_range_allowed, deployed_specs, missing_run_period_s
 
 from sluice.settings import Settings
 
@@ -273,9 +273,28 @@ def test_error_rate_alarm_uses_the_spec_ceiling(resources: dict[str, Any], spec:
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.schedule], ids=lambda s: s.name)
 def test_missing_run_alarm_breaches_on_silence(resources: dict[str, Any], spec: Any) -> None:
     alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-missing-run")]
-    assert alarm["TreatMissingData"] == "breaching"
-    assert alarm["Statistic"] == "SampleCount"
-    assert alarm["Period"] * alarm["EvaluationPeriods"] <= 7 * 86400
+    assert alarm["TreatMissingData"] == "breaching"  # no datum: the sweep stopped, which is silence too
+    assert (alarm["MetricName"], alarm["Statistic"]) == ("RunMissing", "Maximum")
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    # One hour, one period, whatever the schedule: the sweep judges the schedule, so a monthly crawl
+    # needs no window CloudWatch cannot hold (7 days at most; 1 day under an hour's period).
+    assert (alarm["Period"], alarm["EvaluationPeriods"]) == (3600, 1)
+
+
+@pytest.mark.parametrize("sweep_minutes", [1, 15, 30, 31, 90, 24 * 60])
+def test_the_missing_run_alarm_holds_two_sweeps_within_cloudwatchs_limits(sweep_minutes: int) -> None:
+    period = missing_run_period_s(sweep_minutes)
+    assert period >= 2 * sweep_minutes * 60
+    assert period % 3600 == 0
+    assert alarm_range_allowed(period, 1)
+
+
+@pytest.mark.parametrize(
+    ("period_s", "evaluations", "allowed"),
+    [(300, 288, True), (300, 289, False), (3600, 168, True), (3600, 169, False), (86400, 8, False), (90, 1, False)],
+)
+def test_cloudwatchs_alarm_range_limits(period_s: int, evaluations: int, allowed: bool) -> None:
+    assert alarm_range_allowed(period_s, evaluations) is allowed
 
 
 def test_dead_letters_alarm_fires_on_the_first_message(resources: dict[str, Any]) -> None:

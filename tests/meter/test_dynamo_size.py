@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sluice_tools.meter.dynamo_size import batch_read_units, item_size, number_size, read_units, write_units
+from sluice.domain.cost import read_units, write_units
+from sluice_tools.meter.dynamo_size import batch_read_units, item_size, number_size
 
 
 def test_a_string_counts_the_utf8_bytes_of_its_name_and_value() -> None:
@@ -88,3 +89,10 @@ def test_a_read_costs_a_unit_per_started_4_kb_and_half_when_eventually_consisten
 def test_a_batch_get_rounds_each_item_before_summing() -> None:
     # The guide's example: 1.5 KB and 6.5 KB count as 4 KB + 8 KB = 12 KB, not 8 KB.
     assert batch_read_units([1536, 6656], consistent=True) == 3
+
+
+@pytest.mark.parametrize(("consistent", "units"), [(True, 1.0), (False, 0.5)])
+def test_a_read_of_nothing_still_costs_the_minimum_unit(consistent: bool, units: float) -> None:
+    # The Query API reference: a query that returns no results consumes the minimum read units of its
+    # kind; a GetItem of a missing item likewise. The run's estimate and the meter share this rule.
+    assert read_units(0, consistent=consistent) == units

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -11,7 +12,10 @@ from sluice_tools.meter.tally import OperationTally, Tally
 
 
 def test_a_million_page_run_prices_line_by_line_at_list_prices() -> None:
-    # docs/costs.md: 28 M WRU $17.50 + 3 M RRU $0.375; 1 M S3 PUT $5.00 + 1 M GET $0.40;
+    # AWS's published list prices (us-east-1, on-demand): DynamoDB $0.625 per million write and $0.125 per
+    # million read request units; S3 Standard $0.005 per 1,000 PUT and $0.0004 per 1,000 GET; SQS FIFO $0.50
+    # per million; Lambda arm64 $0.0000133334 per GB-s and $0.20 per million requests; Logs $0.50 per GB.
+    # Worked by hand: 28 M WRU $17.50 + 3 M RRU $0.375; 1 M S3 PUT $5.00 + 1 M GET $0.40;
     # 20,000 GB-s $0.27 + 10,000 invocations $0.002; 1 M SQS FIFO requests $0.50; 0.55 GB of logs $0.28.
     tally = Tally(
         operations={
@@ -60,5 +64,10 @@ def test_s3_operations_fall_in_their_price_class(operation: str, price_class: st
     assert s3_request_class(operation) == price_class
 
 
-def test_prices_say_where_and_when_they_were_read() -> None:
-    assert (US_EAST_1.region, US_EAST_1.read_on, US_EAST_1.source) == ("us-east-1", "2026-11", "docs/costs.md")
+def test_another_price_list_prices_the_same_tally_at_its_own_rates() -> None:
+    # Prices are data: half the DynamoDB write price halves that line and nothing else.
+    tally = Tally(operations={"dynamodb.PutItem": OperationTally(requests=1, wru=2_000_000)})
+    cheaper = replace(US_EAST_1, region="elsewhere", dynamodb_per_million_wru=0.3125)
+    assert price(tally).dynamodb_writes == pytest.approx(1.25)
+    assert price(tally, prices=cheaper).dynamodb_writes == pytest.approx(0.625)
+    assert price(tally, prices=cheaper).total == pytest.approx(0.625)

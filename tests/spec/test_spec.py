@@ -247,6 +247,34 @@ def test_a_key_given_twice_is_an_error_not_last_one_wins(tmp_path: Path) -> None
         load_spec(path)
 
 
+def test_a_duplicate_key_does_not_hide_the_other_errors(tmp_path: Path) -> None:
+    path = tmp_path / "books.yaml"
+    path.write_text("name: books\nname: books\nseeds: [ftp://x]\nbogus: 1\n", encoding="utf-8")
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    errors = raised.value.errors
+    assert errors[0] == "(file): line 2 column 1: key 'name' appears twice in one mapping"
+    assert any(e.startswith("bogus: unknown key") for e in errors), errors
+    assert any(e.startswith("seeds") for e in errors), errors
+
+
+def test_every_bad_header_and_cookie_is_named(tmp_path: Path) -> None:
+    data = minimal() | {
+        "request": {
+            "headers": {"Bad Name": "x", "Host": "example.com", "X-Long": "v" * 5000},
+            "cookies": {"bad name": "1", "ok": "a\nb"},
+        }
+    }
+    errors = errors_of(data)
+    headers = [e for e in errors if e.startswith("request.headers: ")]
+    cookies = [e for e in errors if e.startswith("request.cookies: ")]
+    assert len(headers) == 3, errors
+    assert any("'Bad Name' is not a header name" in e for e in headers)
+    assert any(e.startswith("request.headers: Host: not a header a spec sets") for e in headers)
+    assert any(e.startswith("request.headers: X-Long: the value") for e in headers)
+    assert len(cookies) == 2, errors
+
+
 def test_a_deployable_spec_is_named_after_its_file(tmp_path: Path) -> None:
     path = tmp_path / "my-books.yaml"
     path.write_text(json.dumps(minimal()), encoding="utf-8")

@@ -79,6 +79,18 @@ def test_a_run_cut_short_by_its_limits_says_so_and_is_unhealthy_only_if_the_spec
     assert judge(RunCounts(fetched=5, records=10), None, strict, follow=follow).healthy
 
 
+def test_a_sitemap_crawl_cut_by_max_pages_is_truncated_and_fails_when_the_spec_asks() -> None:
+    # 50 URLs in the sitemap, max_pages 10: 40 never seeded. No link was capped, none beyond depth.
+    counts = RunCounts(fetched=10, records=200, sitemap_left_out=40)
+    follow = Follow(max_pages=10)
+    said = {c.name: c for c in judge(counts, None, ALERTS, follow=follow).checks}["truncated"]
+    assert said.ok
+    assert said.value == 40
+    assert said.message.startswith("sitemaps: 40 page URL(s) left out past max_urls or max_pages (10)")
+    strict = Alerts(fail_when_truncated=True)
+    assert [a.name for a in judge(counts, None, strict, follow=follow).alerts] == ["truncated"]
+
+
 def test_a_types_loss_hidden_in_the_total_is_caught_by_its_own_checks() -> None:
     counts = RunCounts(
         fetched=100,

@@ -167,14 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     validate = commands.add_parser("validate", help="check crawl spec files and name every error")
-    validate.add_argument("specs", nargs="+", metavar="SPEC")
+    validate.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, each named after its crawl")
     validate.set_defaults(run=_validate)
 
     # Parsed by the demo site itself (see main): listed here for `sluice --help`.
     commands.add_parser("demo-site", help="serve the bundled demo catalogue on 127.0.0.1:8710 (faults: --help)")
 
     crawl = commands.add_parser("crawl", help="crawl a spec with the engine alone; records to a JSONL file")
-    crawl.add_argument("spec", metavar="SPEC")
+    crawl.add_argument("spec", metavar="SPEC", help="the spec file to crawl")
     crawl.add_argument("--out", help="records file (default: out/NAME.jsonl)")
     crawl.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
     crawl.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run a crawl through the pipeline on this machine (resumes a run a killed command left)"
     )
-    run.add_argument("spec", metavar="SPEC")
+    run.add_argument("spec", metavar="SPEC", help="the spec file to run (named after its crawl)")
     run.add_argument("--state", default=".sluice", help="folder that keeps runs, URLs and outputs between runs")
     run.add_argument("--workers", type=int, default=4, help="batches in flight at once (default 4)")
     run.add_argument(
@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(run=_run)
 
     start = commands.add_parser("start", help="start a run of a deployed crawl now (invokes the scheduler)")
-    start.add_argument("crawl", metavar="NAME")
+    start.add_argument("crawl", metavar="NAME", help="the deployed crawl's name")
     start.add_argument("--stage", default="dev", help="the stack's stage (default dev)")
     start.set_defaults(run=_start)
 
@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="three nightly runs of the demo crawl on the local store and a repair from the archive, told as a story",
     )
-    demo.add_argument("--spec", default=str(DEMO_SPEC))
+    demo.add_argument("--spec", default=str(DEMO_SPEC), help=f"the demo crawl's spec (default {DEMO_SPEC})")
     demo.add_argument("--port", type=int, default=0, help="demo site port (default: any free one)")
     demo.add_argument("--state", default=".sluice/demo", help="state folder (wiped first: the story starts fresh)")
     demo.set_defaults(run=_demo)

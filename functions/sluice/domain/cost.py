@@ -71,7 +71,8 @@ class RunUsage:
     log_bytes: int
 
     def price(self, prices: PriceList = US_EAST_1) -> dict[str, float]:
-        """Dollars per line, and ``total``."""
+        """Dollars per line, and ``total``: the one place a count becomes dollars (``make cost`` prices its
+        metered tally through here too)."""
         lines = {
             "dynamodb_writes": self.write_units * prices.dynamodb_per_million_wru / 1e6,
             "dynamodb_reads": self.read_units * prices.dynamodb_per_million_rru / 1e6,
@@ -88,12 +89,24 @@ class RunUsage:
         return asdict(self)
 
 
+WRITE_UNIT_BYTES = 1024
+READ_UNIT_BYTES = 4096
+TRANSACTION_FACTOR = 2
+"""Transactional reads and writes cost twice the standard units, per item (DynamoDB's on-demand pricing page)."""
+
+
 def write_units(item_bytes: int) -> int:
-    """DynamoDB's write request units for an item of this size: one per KB, at least one."""
-    return max(1, math.ceil(item_bytes / 1024))
+    """DynamoDB's write request units for one item of this size: a unit per started KB, at least one."""
+    return max(1, math.ceil(item_bytes / WRITE_UNIT_BYTES))
 
 
 def read_units(total_bytes: int, *, consistent: bool) -> float:
-    """Read request units for reading this many bytes of items in one Query or Scan."""
-    units = math.ceil(total_bytes / 4096)
+    """Read request units for this many bytes read as one request: a unit per started 4 KB, at least one.
+
+    At least one: the API reference says a Query that returns nothing, and a GetItem of a missing item,
+    still consume the minimum read units of their kind. An eventually consistent read costs half (so 0.5
+    for anything up to 4 KB). GetItem and each key of a BatchGetItem are sized item by item; a Query or
+    Scan sums the items it read, then rounds once.
+    """
+    units = max(1, math.ceil(total_bytes / READ_UNIT_BYTES))
     return float(units) if consistent else units / 2

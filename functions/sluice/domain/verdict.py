@@ -45,6 +45,9 @@ class RunCounts:
     """New links left out because the run held ``follow.max_pages`` URLs."""
     beyond_depth: int = 0
     """Links of pages at ``follow.max_depth`` the run did not know (an upper bound)."""
+    sitemap_left_out: int = 0
+    """Sitemap page URLs not seeded: past ``sitemaps.max_urls``, or past the room ``follow.max_pages`` left
+    (the summary's ``sitemaps.left_out``)."""
     carry_stale: int = 0
     """Pages seeded with carried data that kept the catalog's: their linking page could not give this run's."""
     carry_dropped: Mapping[str, int] = field(default_factory=dict)
@@ -254,7 +257,11 @@ def _truncated(counts: RunCounts, alerts: Alerts, follow: Follow) -> Check:
         cut.append(
             f"max_depth ({follow.depth_limit}) reached: up to {counts.beyond_depth} link(s) beyond it not followed"
         )
-    left = counts.capped_links + counts.beyond_depth
+    if counts.sitemap_left_out:
+        cut.append(
+            f"sitemaps: {counts.sitemap_left_out} page URL(s) left out past max_urls or max_pages ({follow.max_pages})"
+        )
+    left = counts.capped_links + counts.beyond_depth + counts.sitemap_left_out
     if not cut:
         return Check("truncated", True, 0.0, None, "no limit cut the crawl short")
     advice = "" if alerts.fail_when_truncated else " (alerts.fail_when_truncated makes this unhealthy)"

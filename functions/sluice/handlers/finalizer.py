@@ -1,5 +1,6 @@
-"""Finalizer Lambda: judge a finished run (or sweep every open run that is done or overdue), and run the
-finalize shard tasks its queue delivers (an SQS event), answered with partial batch failures."""
+"""Finalizer Lambda: judge a finished run (or sweep every open run that is done or overdue, and judge each
+scheduled crawl for a missing run), and run the finalize shard tasks its queue delivers (an SQS event),
+answered with partial batch failures."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sluice.handlers.bootstrap import services
 from sluice.messages import FinalizeEvent, ShardTask, parse_body
 from sluice.observability import annotate, logger, traced_handler
 from sluice.pipeline.finalize import Finalized, finalize_run, queued_shard, sweep
+from sluice.pipeline.schedules import check_schedules, emit_missing_runs
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -29,6 +31,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         results = [done] if done else []
     else:
         results = sweep(services())
+        checks = check_schedules(services())
+        emit_missing_runs(checks)
+        return {"finalized": [_answer(r) for r in results], "missing_runs": [c.crawl for c in checks if c.missing]}
     return {"finalized": [_answer(r) for r in results]}
 
 

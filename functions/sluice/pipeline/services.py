@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sluice import defaults
 from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, ShardTasks, WorkQueue
-from sluice.spec import CrawlSpec, SpecError, load_spec
+from sluice.spec import CrawlSpec, find_spec, load_spec, spec_files
 
 Trigger = Callable[[dict[str, object]], None]
 
@@ -95,12 +95,8 @@ class Services:
 @lru_cache(maxsize=64)
 def load_crawl(specs_dir: Path, crawl: str) -> CrawlSpec:
     """The spec named ``crawl`` from the specs shipped beside the code (cached per container)."""
-    for suffix in (".yaml", ".yml", ".json"):
-        path = specs_dir / f"{crawl}{suffix}"
-        if path.exists():
-            spec = load_spec(path)
-            if spec.name != crawl:
-                raise SpecError(str(path), [f"name: {spec.name!r} does not match the file name {crawl!r}"])
-            return spec
-    known = sorted(p.stem for p in specs_dir.glob("*.y*ml")) + sorted(p.stem for p in specs_dir.glob("*.json"))
+    path = find_spec(specs_dir, crawl)
+    if path is not None:
+        return load_spec(path, named_after_file=True)
+    known = [p.stem for p in spec_files(specs_dir)]
     raise UnknownCrawl(f"no crawl named {crawl!r} in {specs_dir.name}/ (known: {', '.join(known) or 'none'})")

@@ -1,6 +1,6 @@
 """The crawl spec: one YAML or JSON file that says what to crawl, what to extract and how politely."""
 
-from sluice.spec.load import SPEC_SUFFIXES, load_spec, parse_spec
+from sluice.spec.load import SPEC_SUFFIXES, find_spec, load_spec, parse_spec, spec_files
 from sluice.spec.models import (
     DEFAULT_RETRY_STATUSES,
     DEFAULT_USER_AGENT,
@@ -56,6 +56,8 @@ __all__ = [
     "SpecError",
     "Step",
     "check_seed_url",
+    "find_spec",
     "load_spec",
     "parse_spec",
+    "spec_files",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,18 @@ from pydantic import ValidationError
 from sluice.spec.models import CrawlSpec, SpecError
 
 
-def _describe(error: Any) -> str:
+def _describe(error: Any) -> list[str]:
+    """The lines of one validation error: a validator that found several problems gives a line each."""
     path = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    return [f"{path}: {line}" for line in _message(error).split("\n")]
+
+
+def _message(error: Any) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return f"{path}: unknown key"
+        return "unknown key"
     if kind == "missing":
-        return f"{path}: required"
+        return "required"
     message = str(error["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
@@ -27,7 +33,7 @@ def _describe(error: Any) -> str:
         message = f"{error.get('input')!r} is not one of: " + message.removeprefix("Input should be ")
         if "process" in error["loc"]:
             message += ", nor a mapping {regex: PATTERN} or {replace: [OLD, NEW]}"
-    return f"{path}: {message}"
+    return message
 
 
 _TAGS = frozenset({"name", "regex", "replace", "function-after[_field_shorthand(), ExtractField]"})
@@ -41,33 +47,81 @@ def _without_tags(error: Any) -> Any:
     return {**error, "loc": tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))}
 
 
-def parse_spec(data: Any, source: str = "<spec>") -> CrawlSpec:
-    """Validate already-loaded data as a crawl spec."""
+def parse_spec(data: Any, source: str = "<spec>", *, also: Sequence[str] = ()) -> CrawlSpec:
+    """Validate already-loaded data as a crawl spec; ``also``: errors found while reading it (reported with
+    the validation's own, so one problem in the file does not hide the others)."""
     if data is None:
-        raise SpecError(source, ["(top level): the spec is empty"])
+        raise SpecError(source, [*also, "(top level): the spec is empty"])
     if not isinstance(data, dict):
-        raise SpecError(source, [f"(top level): a spec is a mapping, not {type(data).__name__}"])
+        raise SpecError(source, [*also, f"(top level): a spec is a mapping, not {type(data).__name__}"])
     try:
-        return CrawlSpec.model_validate(data)
+        spec = CrawlSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(source, [_describe(_without_tags(e)) for e in exc.errors()]) from None
+        raise SpecError(
+            source, [*also, *(line for e in exc.errors() for line in _describe(_without_tags(e)))]
+        ) from None
+    if also:
+        raise SpecError(source, list(also))
+    return spec
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML that refuses a key given twice in one mapping (PyYAML would keep the last silently)."""
+    """YAML that notes each key given twice in one mapping (PyYAML would keep the last silently).
+
+    Noted, not raised: the document is still built and validated, so the duplicate is reported beside
+    every other error instead of hiding them.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[str] = []
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if key in seen:
+            if key in seen and len(self.duplicates) < MAX_DUPLICATES_LISTED:
                 mark = key_node.start_mark
-                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} appears twice in one mapping", mark)
+                self.duplicates.append(
+                    f"(file): line {mark.line + 1} column {mark.column + 1}: key {key!r} appears twice in one mapping"
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
 
+MAX_DUPLICATES_LISTED = 20
+"""Duplicate keys named at most (a generated file may repeat a key thousands of times)."""
+
+
+def _load_yaml(text: str) -> tuple[Any, list[str]]:
+    """The document, and a line for each key given twice."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        return loader.get_single_data(), loader.duplicates
+    finally:
+        loader.dispose()
+
+
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+"""What a spec file's name ends in; a crawl's spec is ``NAME`` plus the first of these that exists."""
+
+
+def spec_files(folder: Path) -> list[Path]:
+    """The spec files in ``folder``, sorted by name (none if the folder does not exist)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+
+
+def find_spec(folder: Path, crawl: str) -> Path | None:
+    """The spec file of ``crawl`` in ``folder``: ``crawl.yaml``, ``crawl.yml`` or ``crawl.json``, in that order."""
+    for suffix in SPEC_SUFFIXES:
+        path = folder / f"{crawl}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
 MAX_SPEC_BYTES = 1024 * 1024
 """A spec file's size at most: validating costs time and memory with size, and a spec is read at every cold start."""
 MAX_SPEC_DEPTH = 32
@@ -136,13 +190,14 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), [f"(file): cannot read: {exc}"]) from None
+    duplicates: list[str] = []
     try:
         if path.suffix == ".json":
             _check_json_depth(path, text)
             data = json.loads(text)
         else:
             _check_yaml_depth(path, text)
-            data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506
+            data, duplicates = _load_yaml(text)
     except json.JSONDecodeError as exc:
         raise SpecError(
             str(path), [f"(file): not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
@@ -151,7 +206,7 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
         raise SpecError(str(path), [f"(file): not valid YAML: {where}{getattr(exc, 'problem', exc)}"]) from None
-    spec = parse_spec(data, str(path))
+    spec = parse_spec(data, str(path), also=duplicates)
     if named_after_file:
         problems = []
         if path.suffix not in SPEC_SUFFIXES:

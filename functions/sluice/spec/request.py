@@ -14,7 +14,7 @@ under a page type as well as under the crawl.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -29,6 +29,7 @@ MAX_ORIGINS = 32
 MAX_LITERAL = 4096
 """A literal header or cookie value at most, in characters."""
 
+_T = TypeVar("_T")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")
 """An HTTP header (or cookie) name: RFC 9110's token characters."""
 _COOKIE_VALUE = re.compile(r'"?[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*"?')
@@ -258,42 +259,19 @@ class RequestSpec(_Strict):
     @classmethod
     def _headers(cls, headers: dict[str, str | SecretRef]) -> dict[str, str | SecretRef]:
         seen: set[str] = set()
+        problems = []
         for name, value in headers.items():
             lower = name.lower()
-            if not _TOKEN.fullmatch(name):
-                raise ValueError(f"{name!r} is not a header name (letters, digits and !#$%&'*+.^_`|~-)")
             if lower in seen:
-                raise ValueError(f"{name}: given twice (header names are case-insensitive)")
+                problems.append(f"{name}: given twice (header names are case-insensitive)")
             seen.add(lower)
-            if lower in _RESERVED:
-                raise ValueError(f"{name}: not a header a spec sets: {_RESERVED[lower]}")
-            if isinstance(value, SecretRef):
-                continue
-            problem = header_value_problem(value) or (
-                f"is longer than {MAX_LITERAL} characters" if len(value) > MAX_LITERAL else None
-            )
-            if problem:
-                raise ValueError(f"{name}: the value {problem}")
-            if lower == "authorization" or _sensitive_name(name) or credential_like(value):
-                raise ValueError(f"{name}: " + _use_a_reference("a literal value here looks like a credential"))
-        return headers
+            problems.extend(_header_problems(name, value))
+        return _every(problems, headers)
 
     @field_validator("cookies")
     @classmethod
     def _cookies(cls, cookies: dict[str, str | SecretRef]) -> dict[str, str | SecretRef]:
-        for name, value in cookies.items():
-            if not _TOKEN.fullmatch(name):
-                raise ValueError(f"{name!r} is not a cookie name (letters, digits and !#$%&'*+.^_`|~-)")
-            if isinstance(value, SecretRef):
-                continue
-            if len(value) > MAX_LITERAL:
-                raise ValueError(f"{name}: the value is longer than {MAX_LITERAL} characters")
-            problem = cookie_value_problem(value)
-            if problem:
-                raise ValueError(f"{name}: the value {problem}")
-            if _sensitive_name(name) or credential_like(value):
-                raise ValueError(f"{name}: " + _use_a_reference("a literal value here looks like a session or token"))
-        return cookies
+        return _every([p for name, value in cookies.items() for p in _cookie_problems(name, value)], cookies)
 
     @field_validator("proxy")
     @classmethod
@@ -343,3 +321,46 @@ class RequestSpec(_Strict):
             values += [self.basic_auth.username, self.basic_auth.password]
         values += [SecretRef(secret=p.secret) for p in self.proxies]
         return list(dict.fromkeys(v.secret for v in values if isinstance(v, SecretRef)))
+
+
+def _every(problems: list[str], value: _T) -> _T:
+    """``value`` if there are no problems, else one ValueError naming each (a line each: the spec loader
+    reports every line under the field's path, so three bad headers are three errors, not the first)."""
+    if problems:
+        raise ValueError("\n".join(problems))
+    return value
+
+
+def _header_problems(name: str, value: str | SecretRef) -> list[str]:
+    """What is wrong with one header (at most one thing: the first rule it breaks)."""
+    if not _TOKEN.fullmatch(name):
+        return [f"{name!r} is not a header name (letters, digits and !#$%&'*+.^_`|~-)"]
+    lower = name.lower()
+    if lower in _RESERVED:
+        return [f"{name}: not a header a spec sets: {_RESERVED[lower]}"]
+    if isinstance(value, SecretRef):
+        return []
+    problem = header_value_problem(value) or (
+        f"is longer than {MAX_LITERAL} characters" if len(value) > MAX_LITERAL else None
+    )
+    if problem:
+        return [f"{name}: the value {problem}"]
+    if lower == "authorization" or _sensitive_name(name) or credential_like(value):
+        return [f"{name}: " + _use_a_reference("a literal value here looks like a credential")]
+    return []
+
+
+def _cookie_problems(name: str, value: str | SecretRef) -> list[str]:
+    """What is wrong with one cookie (at most one thing: the first rule it breaks)."""
+    if not _TOKEN.fullmatch(name):
+        return [f"{name!r} is not a cookie name (letters, digits and !#$%&'*+.^_`|~-)"]
+    if isinstance(value, SecretRef):
+        return []
+    if len(value) > MAX_LITERAL:
+        return [f"{name}: the value is longer than {MAX_LITERAL} characters"]
+    problem = cookie_value_problem(value)
+    if problem:
+        return [f"{name}: the value {problem}"]
+    if _sensitive_name(name) or credential_like(value):
+        return [f"{name}: " + _use_a_reference("a literal value here looks like a session or token")]
+    return []

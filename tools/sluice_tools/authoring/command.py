@@ -36,7 +36,7 @@ class Parsed:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC")
+    parser.add_argument("spec", metavar="SPEC", help="the spec file whose rules the page is read by")
     parser.add_argument("page", metavar="URL|FILE|RUN:URL", help="a URL, a saved page, or RUN:URL from a run's archive")
     parser.add_argument("--type", dest="kind", metavar="T", help="take the page for this page type")
     parser.add_argument("--via", metavar="RULE", help="the follow rule whose link led to the page (decides its type)")

@@ -16,8 +16,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from sluice.domain.cost import TRANSACTION_FACTOR, read_units, write_units
 from sluice_tools.meter.dynamo_requests import ItemId, ItemWrite, item_id, item_reads, item_writes
-from sluice_tools.meter.dynamo_size import TRANSACTION_FACTOR, item_size, read_units, write_units
+from sluice_tools.meter.dynamo_size import item_size
 from sluice_tools.meter.moto_tables import MotoTables
 
 BILLED_FAILURES = frozenset(

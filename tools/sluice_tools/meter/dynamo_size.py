@@ -4,7 +4,8 @@ Sizes follow the Developer Guide, "DynamoDB item sizes and formats"
 (amazondynamodb/latest/developerguide/CapacityUnitCalculations.html); units follow "DynamoDB read
 and write operations" (read-write-operations.html) and the on-demand pricing page: a write unit
 covers 1 KB, a read unit 4 KB strongly consistent or 8 KB eventually consistent, and a transaction
-costs two units per item.
+costs two units per item. The unit arithmetic is the summary's own (``sluice.domain.cost``): one rule
+for the estimate and the meter.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-WRITE_UNIT_BYTES = 1024
-READ_UNIT_BYTES = 4096
-TRANSACTION_FACTOR = 2
-"""Transactional reads and writes cost twice the standard units, per item (on-demand pricing page)."""
+from sluice.domain.cost import read_units
 
 Item = Mapping[str, Mapping[str, Any]]
 """An item in DynamoDB's wire format: ``{"pk": {"S": "crawl#books"}, "done": {"N": "3"}}``."""
@@ -62,21 +60,6 @@ def number_size(text: str) -> int:
     """``ceil(significant digits / 2) + 1``; leading and trailing zeros are not significant."""
     digits = "".join(map(str, Decimal(text).as_tuple().digits)).strip("0")
     return math.ceil(len(digits) / 2) + 1
-
-
-def write_units(size: int) -> int:
-    """Write request units for one item of ``size`` bytes: a unit per started KB, at least one."""
-    return max(1, math.ceil(size / WRITE_UNIT_BYTES))
-
-
-def read_units(size: int, *, consistent: bool) -> float:
-    """Read request units for ``size`` bytes read as one request: a unit per started 4 KB, at least one.
-
-    An eventually consistent read costs half (so 0.5 for anything up to 4 KB). GetItem and each key of
-    a BatchGetItem are sized item by item; a Query or Scan sums the items it read, then rounds once.
-    """
-    units = max(1, math.ceil(size / READ_UNIT_BYTES))
-    return float(units) if consistent else units / 2
 
 
 def batch_read_units(sizes: Iterable[int], *, consistent: bool) -> float:

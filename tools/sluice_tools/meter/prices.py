@@ -1,7 +1,8 @@
 """List prices as data, and a tally priced in dollars, line by line.
 
-The price list is the one the finalizer estimates each run's cost with (``sluice.domain.cost``):
-us-east-1, on-demand, free tiers ignored, read in November 2026.
+The price list and the arithmetic from units to dollars are the finalizer's own (``sluice.domain.cost``,
+which ships): a metered tally is priced as a :class:`RunUsage`, so the estimate and ``make cost`` cannot
+disagree on a line. us-east-1, on-demand, free tiers ignored, read in November 2026.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, Literal
 
 from botocore.session import get_session
 
-from sluice.domain.cost import GB, US_EAST_1, PriceList
+from sluice.domain.cost import US_EAST_1, PriceList, RunUsage
 
 __all__ = ["US_EAST_1", "Cost", "PriceList", "price", "s3_request_class"]
 from sluice_tools.meter.tally import Tally
@@ -58,17 +59,17 @@ def price(
                 put_class += op.requests
             case "get":
                 get_class += op.requests
-    lines = {
-        "dynamodb_writes": tally.wru * prices.dynamodb_per_million_wru / 1e6,
-        "dynamodb_reads": tally.rru * prices.dynamodb_per_million_rru / 1e6,
-        "s3_put_class": put_class * prices.s3_per_thousand_put / 1e3,
-        "s3_get_class": get_class * prices.s3_per_thousand_get / 1e3,
-        "sqs": tally.sqs_billed_requests * prices.sqs_per_million / 1e6,
-        "lambda_compute": lambda_gb_s * prices.lambda_per_gb_s,
-        "lambda_requests": (lambda_invocations + tally.lambda_invokes) * prices.lambda_per_million_requests / 1e6,
-        "logs": log_bytes / GB * prices.logs_per_gb,
-    }
-    return Cost(**lines, total=sum(lines.values()))
+    usage = RunUsage(
+        write_units=tally.wru,
+        read_units=tally.rru,
+        s3_puts=put_class,
+        s3_gets=get_class,
+        sqs_requests=tally.sqs_billed_requests,
+        lambda_gb_s=lambda_gb_s,
+        lambda_requests=lambda_invocations + tally.lambda_invokes,
+        log_bytes=log_bytes,
+    )
+    return Cost(**usage.price(prices))
 
 
 @cache

@@ -187,20 +187,20 @@ def add_commands(commands: Any) -> None:
     q.set_defaults(run=query)
 
     r = commands.add_parser("runs", help="a crawl's last runs: status, verdict, pages, records, cost, duration")
-    r.add_argument("crawl", metavar="NAME")
+    r.add_argument("crawl", metavar="NAME", help="the crawl's name")
     _where(r)
     r.add_argument("--limit", type=_count(1000), default=10, help="how many runs, newest first (default 10)")
     r.add_argument("--json", action="store_true", help="one JSON array, a run an object")
     r.set_defaults(run=runs)
 
     s = commands.add_parser("show", help="one run: its summary, failed checks, failure reasons, null rates, outputs")
-    s.add_argument("run_id", metavar="RUN")
+    s.add_argument("run_id", metavar="RUN", help="the run's id (as `sluice runs` lists it)")
     _where(s)
     s.add_argument("--json", action="store_true", help="the run, its whole summary and its outputs as JSON")
     s.set_defaults(run=show)
 
     lg = commands.add_parser("logs", help="a run's log lines (local file, or CloudWatch Logs Insights with --stage)")
-    lg.add_argument("run_id", metavar="RUN")
+    lg.add_argument("run_id", metavar="RUN", help="the run's id (as `sluice runs` lists it)")
     _where(lg)
     lg.add_argument("--level", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="this level and above")
     lg.add_argument("--grep", metavar="TEXT", help="lines containing TEXT")
@@ -220,7 +220,7 @@ def add_commands(commands: Any) -> None:
     x = commands.add_parser(
         "reextract", help="rebuild a finished run's records from its raw archive with a changed spec (no request)"
     )
-    x.add_argument("run_id", metavar="RUN")
+    x.add_argument("run_id", metavar="RUN", help="a finished run's id, whose archive is read")
     x.add_argument("--spec", metavar="SPEC", help="the spec to extract with (default: the crawl's in --specs)")
     _where(x)
     x.add_argument("--json", action="store_true", help="the run's new summary as JSON")

@@ -18,7 +18,7 @@ from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
 from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, summary_key
 from sluice.domain.runs import Progress, RunState
-from sluice.spec.load import SPEC_SUFFIXES
+from sluice.spec import spec_files
 from sluice_tools.ops.stage import Stage, aws_errors
 
 
@@ -108,7 +108,7 @@ class StageHistory:
 
     def crawls(self) -> list[str]:
         """Crawls of the specs folder, with a run in flight, or with output in the bucket."""
-        found = {p.stem for p in self.specs_dir.glob("*") if p.suffix in SPEC_SUFFIXES}
+        found = {p.stem for p in spec_files(self.specs_dir)}
         with aws_errors(self.stage.name, "list the stage's runs"):
             found |= {lock.crawl for lock in self.ledger.active_runs()}
             pages = (

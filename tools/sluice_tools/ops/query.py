@@ -20,7 +20,7 @@ import duckdb
 
 from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, crawl_prefix
 from sluice.pipeline.services import UnknownCrawl, load_crawl
-from sluice.spec import SpecError
+from sluice.spec import SpecError, spec_files
 from sluice.spec.columns import (
     PARTITIONS,
     PROVENANCE,
@@ -33,7 +33,6 @@ from sluice.spec.columns import (
     type_fields,
     type_table_name,
 )
-from sluice.spec.load import SPEC_SUFFIXES
 from sluice.spec.models import CrawlSpec
 
 PART_GLOB = "run=*/records/part-*.jsonl"
@@ -174,7 +173,7 @@ def crawl_tables(state_dir: Path, specs_dir: Path) -> Tables:
         for folder in (objects / RUNS_PREFIX).glob("crawl=*")
         if folder.is_dir() and (crawl := crawl_of_prefix(f"{RUNS_PREFIX}{folder.name}/")) is not None
     }
-    specified = {p.stem for p in specs_dir.glob("*") if p.suffix in SPEC_SUFFIXES} if specs_dir.is_dir() else set()
+    specified = {p.stem for p in spec_files(specs_dir)}
     tables: list[CrawlTable] = []
     notes = [] if objects.is_dir() else [f"no output in {state_dir}/ yet (`sluice run` writes it there)"]
     for crawl in sorted(with_output | specified):

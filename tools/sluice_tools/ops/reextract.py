@@ -22,8 +22,7 @@ from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
 from sluice.pipeline.reextract import Reextracted, reextract_run
 from sluice.pipeline.services import Services, Tuning
-from sluice.spec import CrawlSpec, load_spec
-from sluice.spec.load import SPEC_SUFFIXES
+from sluice.spec import CrawlSpec, find_spec, load_spec
 from sluice_tools.ops.history import NoSuchRun, StageHistory, run_named
 from sluice_tools.ops.stage import Stage, aws_errors
 from sluice_tools.runner.parquet import rewrite_parquet
@@ -33,10 +32,9 @@ from sluice_tools.runner.session import exclusive, logs_to
 def _spec(spec_path: Path | None, specs_dir: Path, crawl: str) -> CrawlSpec:
     if spec_path is not None:
         return load_spec(spec_path)
-    for suffix in SPEC_SUFFIXES:
-        path = specs_dir / f"{crawl}{suffix}"
-        if path.is_file():
-            return load_spec(path, named_after_file=True)
+    path = find_spec(specs_dir, crawl)
+    if path is not None:
+        return load_spec(path, named_after_file=True)
     raise NoSuchRun(f"no spec for crawl {crawl!r} in {specs_dir}/ (pass --spec SPEC)")
 
 

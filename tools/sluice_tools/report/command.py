@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sluice.spec import SPEC_SUFFIXES, CrawlSpec, SpecError, load_spec
+from sluice.spec import CrawlSpec, SpecError, find_spec, load_spec
 from sluice_tools.ops.history import NoSuchRun, RunHistory, open_history
 from sluice_tools.ops.stage import StageUnreachable
 from sluice_tools.report.history import CrawlHistory, crawl_history
@@ -21,14 +21,13 @@ LAST_RUNS = 30
 
 def _spec(specs: Path, crawl: str) -> CrawlSpec | None:
     """The crawl's spec, for its floor, ceiling and field names (None: the report does without them)."""
-    for suffix in SPEC_SUFFIXES:
-        path = specs / f"{crawl}{suffix}"
-        if path.is_file():
-            try:
-                return load_spec(path)
-            except SpecError:
-                return None
-    return None
+    path = find_spec(specs, crawl)
+    if path is None:
+        return None
+    try:
+        return load_spec(path)
+    except SpecError:
+        return None
 
 
 def histories(history: RunHistory, crawls: list[str], last: int, specs: Path) -> list[CrawlHistory]:

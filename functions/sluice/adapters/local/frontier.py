@@ -1,7 +1,9 @@
 """A run's URLs in SQLite: :class:`sluice.ports.Frontier` with exact counts (one transaction per batch).
 
 The run's counts (links claimed, URLs done, records, failures) are kept in ``run_counts`` in the same
-transactions that change them: exact, and read in constant time however large the run.
+transactions that change them: exact, and :meth:`progress` reads them in constant time. The claim's room
+check (``max_pages``) instead counts the run's link rows (``SELECT COUNT(*)``, linear in the links
+claimed) inside its own transaction: exact even for a link row a completion inserted unclaimed.
 """
 
 from __future__ import annotations
