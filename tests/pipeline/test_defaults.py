@@ -42,7 +42,7 @@ def test_the_defaults_are_the_documented_numbers() -> None:
         8,
     )
     assert (tuning.host_backlog_messages, tuning.run_deadline_hours, tuning.catalog_max_age_days) == (20, 12, 14)
-    assert (tuning.visibility_base_s, tuning.visibility_max_s) == (10.0, 900.0)
+    assert (tuning.visibility_base_s, tuning.visibility_max_s, tuning.early_write_urls) == (10.0, 900.0, 0)
     assert (tuning.fetcher_memory_mb, tuning.finalizer_memory_mb) == (512, 2048)
     assert (tuning.finalize_shard_pages, tuning.finalize_max_shards, tuning.finalize_attempts) == (50_000, 4096, 3)
     assert StackConfig().claim_ttl_days == 15
@@ -54,12 +54,17 @@ def test_a_catalog_is_used_until_a_day_before_its_entries_expire() -> None:
     assert tuning.catalog_max_age_days == defaults.catalog_max_age_days(30) == 29
 
 
-def test_the_local_runner_runs_by_the_stacks_numbers_but_for_its_short_backoff_and_small_reads(tmp_path: Path) -> None:
+def test_the_local_runner_runs_by_the_stacks_numbers_but_for_its_short_backoff_small_reads_and_early_writes(
+    tmp_path: Path,
+) -> None:
     local = LocalFleet(tmp_path / "specs", tmp_path / "state").tuning
-    assert (local.visibility_base_s, local.visibility_max_s) == (1.0, 10.0)
-    assert (
-        replace(
-            local, visibility_base_s=10.0, visibility_max_s=900.0, output_span_bytes=8 * 1024 * 1024, output_readers=8
-        )
-        == Tuning()
+    assert (local.visibility_base_s, local.visibility_max_s, local.early_write_urls) == (1.0, 10.0, 20)
+    stack_like = replace(
+        local,
+        visibility_base_s=10.0,
+        visibility_max_s=900.0,
+        output_span_bytes=8 * 1024 * 1024,
+        output_readers=8,
+        early_write_urls=0,
     )
+    assert stack_like == Tuning()
