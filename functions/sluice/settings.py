@@ -57,6 +57,10 @@ class Settings(BaseModel):
     finalize_shard_pages: int = Field(default=50_000, ge=1, le=10_000_000)
     finalize_max_shards: int = Field(default=4096, ge=1, le=65_536)
     finalize_attempts: int = Field(default=3, ge=1, le=100)
+    workgroup: str = ""
+    """The Athena workgroup the finalizer starts each run's Parquet copy in (empty: no copy)."""
+    glue_database: str = ""
+    """The Glue database of the crawls' tables, which the copy reads."""
 
     def tuning(self) -> Tuning:
         return Tuning(

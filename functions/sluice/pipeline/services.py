@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from sluice.pipeline.columnar import ParquetCopy
 from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, ShardTasks, WorkQueue
 from sluice.spec import CrawlSpec, SpecError, load_spec
 
@@ -79,6 +80,8 @@ class Services:
     """Where the secrets a spec's ``request`` section names are read (None: a spec that names one fails its pages)."""
     finalize_shards: ShardTasks | None = None
     """Where finalize shard tasks go: None runs them on a thread pool in the caller (locally, in tests, reextract)."""
+    parquet: ParquetCopy | None = None
+    """Where a finalized run's records are copied as Parquet (Athena on AWS; None: not here, as locally)."""
     clock: Callable[[], float] = time.time
     """Epoch seconds: when a page is fetched and whether its recrawl interval has run out (tests move it a day on)."""
 
