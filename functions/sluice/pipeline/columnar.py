@@ -166,15 +166,23 @@ def start_copy(
     known = read_state(objects, spec.name, run_id)
     if known is not None and known.generation == generation and known.status != "NOT_STARTED":
         return known
+    # Started before (a start refused part-way): those queries stand, the others are started now.
+    before = (
+        {t.table: t for t in known.tables if t.query_id} if known is not None and known.generation == generation else {}
+    )
     state = CopyState(spec.name, run_id, generation, "RUNNING", _now())
     for unload in unloads(spec, bucket, run_id):
+        if unload.table in before:
+            state.tables.append(before[unload.table])
+            continue
         copied = CopiedTable(unload.kind, unload.table, unload.location)
         state.tables.append(copied)
         try:
             copied.query_id = engine.start(unload.sql, request_token(spec.name, run_id, unload.kind, generation))
         except QueryRefused as exc:
             copied.state, copied.reason = "NOT_STARTED", str(exc)[:500]
-            state.status, state.reason = "NOT_STARTED", f"Athena refused the UNLOAD of {unload.table}: {exc}"[:500]
+            if state.status != "NOT_STARTED":  # the first refusal is the reason given
+                state.status, state.reason = "NOT_STARTED", f"Athena refused the UNLOAD of {unload.table}: {exc}"[:500]
     objects.put(copy_state_key(spec.name, run_id), state.to_json(), "application/json")
     if state.status == "NOT_STARTED":
         _alert(state)
