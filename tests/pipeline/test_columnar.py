@@ -165,3 +165,23 @@ def test_the_sweep_skips_runs_without_records_old_runs_and_runs_just_finished() 
     assert isinstance(missing, CopyState)
     assert missing.status == "RUNNING"
     assert athena.started
+
+
+def test_a_start_refused_part_way_keeps_the_started_query_and_starts_only_the_rest() -> None:
+    class Flaky(Athena):
+        throttled = True
+
+        def start(self, sql: str, token: str) -> str:
+            if "typed_books__book" in sql and self.throttled:
+                raise QueryRefused("StartQueryExecution in workgroup w: ThrottlingException: rate exceeded")
+            return super().start(sql, token)
+
+    athena, objects = Flaky(), Objects()
+    partial = start_copy(athena, objects, TYPED, "bkt", RUN)
+    assert partial.status == "NOT_STARTED"
+    assert [t.query_id for t in partial.tables] == ["q1", None]
+    athena.throttled = False
+    again = start_copy(athena, objects, TYPED, "bkt", RUN)
+    assert again.status == "RUNNING"
+    assert [t.query_id for t in again.tables] == ["q1", "q2"]
+    assert len(athena.started) == 2
