@@ -374,24 +374,9 @@ def test_a_finalized_run_starts_its_parquet_copy_once_with_the_finalizers_role(g
     assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
 
 
-def test_a_failed_unload_is_recorded_by_the_sweep_and_shown(granted: GrantedStack) -> None:
-    run_id = granted.run()["run_id"]
-    (query,) = _executions(granted)
-    athena_backends[ACCOUNT][REGION].executions[query["QueryExecutionId"]].status = "FAILED"
-    granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # the sweep
-    state = _copy_state(granted, run_id)
-    assert state["status"] == "FAILED"
-    assert state["reason"] == "the UNLOAD of granted ended FAILED: no reason given"
-    assert describe(CopyState.from_json(json.dumps(state).encode()), "s3://x/").startswith(
-        "NOT WRITTEN: the UNLOAD of granted ended FAILED"
-    )
-    granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # settled: left as is
-    assert _copy_state(granted, run_id)["status"] == "FAILED"
-    assert len(_executions(granted)) == 1
-
-
-def test_a_copy_the_finalizer_never_started_is_started_by_the_sweep(granted: GrantedStack) -> None:
-    """The finalizer stopped between its verdict and the start: ten minutes on, the sweep starts the copy."""
+def test_a_copy_never_started_is_started_by_the_sweep_and_its_failure_recorded(granted: GrantedStack) -> None:
+    """The finalizer stopped between its verdict and the start: ten minutes on, the sweep starts the copy. That
+    UNLOAD fails: the next sweep records it (FAILED, with why) and leaves it so; `sluice show` says it."""
     run_id = granted.run()["run_id"]
     with grants.acting_as(granted.keys[ADMIN]):
         client("s3").delete_object(Bucket=granted.settings.bucket, Key=copy_state_key(CRAWL, run_id))
@@ -415,6 +400,19 @@ def test_a_copy_the_finalizer_never_started_is_started_by_the_sweep(granted: Gra
     assert started.status == "RUNNING"
     assert len(_executions(granted)) == 2  # the finalizer's, and the sweep's
     assert _copy_state(granted, run_id)["tables"][0]["query_id"] == started.tables[0].query_id
+
+    athena_backends[ACCOUNT][REGION].executions[started.tables[0].query_id].status = "FAILED"
+    granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # the sweep
+    state = _copy_state(granted, run_id)
+    assert state["status"] == "FAILED"
+    assert state["reason"] == "the UNLOAD of granted ended FAILED: no reason given"
+    assert describe(CopyState.from_json(json.dumps(state).encode()), "s3://x/").startswith(
+        "NOT WRITTEN: the UNLOAD of granted ended FAILED"
+    )
+    granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # settled: left as is
+    assert _copy_state(granted, run_id)["status"] == "FAILED"
+    assert len(_executions(granted)) == 2
+    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
 
 
 def test_athenas_writes_for_the_copy_are_granted_to_the_finalizer_and_nothing_beside(granted: GrantedStack) -> None:
