@@ -1,5 +1,6 @@
 """The Glue catalog over the runs' output: one database per stage, one table per crawl spec, and for a
-spec with page types one more per type (its own fields and those carried to it, over its folder).
+spec with page types one more per type (its own fields and those carried to it, over its folder); and
+each of them again, named ``..._parquet``, over the run's Parquet copy (``sluice.pipeline.columnar``).
 
 Partition projection computes a query's partitions from the table's own parameters, so there is
 no Glue crawler and no ``MSCK REPAIR TABLE``: a run's records are queryable the moment the
@@ -15,11 +16,12 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import StackConfig
-from sluice.domain.layout import RUNS_PREFIX, records_prefix
+from sluice.domain.layout import RUNS_PREFIX, parquet_prefix, records_prefix
 from sluice.spec import CrawlSpec
 from sluice.spec.columns import (
     PARTITIONS,
     Column,
+    parquet_table_name,
     partitions,
     record_columns,
     table_name,
@@ -39,22 +41,28 @@ SERDE_PARAMETERS = {
     "case.insensitive": "TRUE",
     "dots.in.keys": "FALSE",
 }
+# The Parquet copy, as Athena's UNLOAD writes it: columns read by name, so a type's files leave the
+# columns they lack null in the crawl's table over every type.
+PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
+PARQUET_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
+PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 
 
-def location_template(bucket: str, *, typed: bool = False, kind: str | None = None) -> str:
+def location_template(bucket: str, *, typed: bool = False, kind: str | None = None, parquet: bool = False) -> str:
     """Where projection finds a partition's files: exactly the layout's records folder of a crawl's run
-    (and, for a spec with page types, the type's folder in it).
+    (and, for a spec with page types, the type's folder in it); with ``parquet``, the run's Parquet copy.
 
     ``records/`` and not the run's folder: beside it are ``pages.index`` (binary), ``manifest.json``
     and ``summary.json``, which Athena would otherwise read as records.
     """
-    folder = f"s3://{bucket}/{records_prefix('${crawl}', '${run}')}"
+    place = parquet_prefix if parquet else records_prefix
+    folder = f"s3://{bucket}/{place('${crawl}', '${run}')}"
     if kind is not None:
         return f"{folder}type={kind}/"
     return f"{folder}type=${{type}}/" if typed else folder
 
 
-def projection(spec: CrawlSpec, bucket: str, kind: str | None = None) -> dict[str, str]:
+def projection(spec: CrawlSpec, bucket: str, kind: str | None = None, *, parquet: bool = False) -> dict[str, str]:
     """The table parameters that project its partitions (Athena reads them; Glue stores them); ``kind``: the
     table of one page type, whose partitions are the crawl and the run (its folder is fixed)."""
     return {
@@ -71,7 +79,9 @@ def projection(spec: CrawlSpec, bucket: str, kind: str | None = None) -> dict[st
             if spec.types is not None and kind is None
             else {}
         ),
-        "storage.location.template": location_template(bucket, typed=spec.types is not None, kind=kind),
+        "storage.location.template": location_template(
+            bucket, typed=spec.types is not None, kind=kind, parquet=parquet
+        ),
     }
 
 
@@ -95,26 +105,56 @@ class RecordsCatalog(Construct):
         )
         # A Glue table takes no tags in CloudFormation, so the crawl is in its name and description.
         self.tables: dict[str, glue.CfnTable] = {}
+        """Every table, by name: the JSON ones and their ``_parquet`` twins (what the query policy grants)."""
+        self.json_tables: list[str] = []
+        """The tables over the JSON Lines: what the Parquet copy's ``UNLOAD`` reads."""
         for spec in specs:
-            table = glue.CfnTable(
-                self,
-                f"Table-{spec.name}",
-                catalog_id=account,
-                database_name=self.database_name,
-                table_input=self._table_input(spec, bucket.bucket_name),
-            )
-            table.add_resource_dependency(self.database)
-            self.tables[table_name(spec.name)] = table
-            for kind in spec.types or {}:
-                own = glue.CfnTable(
-                    self,
-                    f"Table-{spec.name}-{kind}",
-                    catalog_id=account,
-                    database_name=self.database_name,
-                    table_input=self._table_input(spec, bucket.bucket_name, kind),
-                )
-                own.add_resource_dependency(self.database)
-                self.tables[type_table_name(spec.name, kind)] = own
+            for kind in [None, *(spec.types or {})]:
+                for parquet in (False, True):
+                    self._add(spec, bucket.bucket_name, kind, parquet=parquet)
+
+    def _add(self, spec: CrawlSpec, bucket: str, kind: str | None, *, parquet: bool) -> None:
+        table_input = self._table_input(spec, bucket, kind) if not parquet else self._parquet_input(spec, bucket, kind)
+        suffix = "" if kind is None else f"-{kind}"
+        table = glue.CfnTable(
+            self,
+            f"Table-{spec.name}{suffix}{'-parquet' if parquet else ''}",
+            catalog_id=Stack.of(self).account,
+            database_name=self.database_name,
+            table_input=table_input,
+        )
+        table.add_resource_dependency(self.database)
+        name = str(table_input.name)
+        self.tables[name] = table
+        if not parquet:
+            self.json_tables.append(name)
+
+    @staticmethod
+    def _parquet_input(spec: CrawlSpec, bucket: str, kind: str | None) -> glue.CfnTable.TableInputProperty:
+        """The twin of a JSON table over the run's Parquet copy: the same columns (and types), partitions and
+        projection, ``parquet/`` for ``records/``. Over every type, a column two types type differently is left
+        out (each type's files have it as their own type: read it in the type's table)."""
+        columns = parquet_columns(spec) if kind is None else type_columns(spec, kind)
+        keys = partitions(spec) if kind is None else list(PARTITIONS)
+        what = f"crawl {spec.name}" if kind is None else f"page type {kind} of crawl {spec.name}"
+        return glue.CfnTable.TableInputProperty(
+            name=parquet_table_name(spec.name, kind),
+            description=f"Records of {what} as Parquet (the run's copy), partitioned by crawl and run",
+            table_type="EXTERNAL_TABLE",
+            parameters={
+                "EXTERNAL": "TRUE",
+                "classification": "parquet",
+                **projection(spec, bucket, kind, parquet=True),
+            },
+            partition_keys=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in keys],
+            storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
+                columns=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in columns],
+                location=f"s3://{bucket}/{RUNS_PREFIX}crawl={spec.name}/",
+                input_format=PARQUET_INPUT_FORMAT,
+                output_format=PARQUET_OUTPUT_FORMAT,
+                serde_info=glue.CfnTable.SerdeInfoProperty(serialization_library=PARQUET_SERDE),
+            ),
+        )
 
     @staticmethod
     def _table_input(spec: CrawlSpec, bucket: str, kind: str | None = None) -> glue.CfnTable.TableInputProperty:
@@ -137,3 +177,13 @@ class RecordsCatalog(Construct):
                 ),
             ),
         )
+
+
+def parquet_columns(spec: CrawlSpec) -> list[Column]:
+    """The crawl's columns over its Parquet copy: the JSON table's, less any a page type's files type otherwise."""
+    columns = record_columns(spec)
+    if spec.types is None:
+        return columns
+    typed_as = {(c.name, c.type) for kind in spec.types for c in type_columns(spec, kind)}
+    names = {name for name, _ in typed_as}
+    return [c for c in columns if c.name not in names or all(t == c.type for n, t in typed_as if n == c.name)]

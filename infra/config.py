@@ -202,6 +202,8 @@ class StackConfig:
             "finalize_shard_pages": self.finalize_shard_pages,
             "finalize_max_shards": self.finalize_max_shards,
             "finalize_attempts": self.finalize_attempts,
+            "workgroup": self.workgroup,
+            "glue_database": self.glue_database,
         }
 
     def bucket_name(self, account: str, region: str) -> str:

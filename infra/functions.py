@@ -23,6 +23,7 @@ from sluice.domain.secrets import is_ssm, ssm_parameter
 from sluice.metrics import NAMESPACE
 from sluice.settings import ENV_PREFIX, Settings
 from sluice.spec import CrawlSpec
+from sluice.spec.columns import table_name, type_table_name
 
 SPECS_DIR = "/var/task/crawls"
 
@@ -143,6 +144,8 @@ class Functions(Construct):
             list_prefix=True,
         )
 
+        _grant_parquet_copy(self.finalizer, stack, config, storage, specs)
+
         self.fetcher.add_event_source(
             sources.SqsEventSource(
                 queues.frontier,
@@ -245,6 +248,58 @@ def _grant_objects(
                 conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
             )
         )
+
+
+def _grant_parquet_copy(
+    grantee: lambda_.Function, stack: Stack, config: StackConfig, storage: Storage, specs: list[CrawlSpec]
+) -> None:
+    """What the Parquet copy's UNLOAD takes (sluice.pipeline.columnar): Athena runs it with the finalizer's role.
+
+    Starting and reading queries in the stack's workgroup only; reading the definitions of the JSON tables it
+    selects from (and their database and catalog); writing the workgroup's results (UNLOAD's manifest and
+    metadata) under its results prefix. The copy's files go to ``runs/*/parquet/``, which the finalizer's
+    grant on ``runs/`` (its output) already covers: the copy adds no S3 write beside its results.
+    """
+    workgroup = stack.format_arn(service="athena", resource="workgroup", resource_name=config.workgroup)
+    grantee.add_to_role_policy(
+        iam.PolicyStatement(actions=["athena:StartQueryExecution", "athena:GetQueryExecution"], resources=[workgroup])
+    )
+    database = config.glue_database
+    tables = [t for spec in specs for t in json_table_names(spec)]
+    grantee.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["glue:GetDatabase", "glue:GetTable", "glue:GetPartitions"],
+            resources=[
+                stack.format_arn(service="glue", resource="catalog"),
+                stack.format_arn(service="glue", resource="database", resource_name=database),
+                *(
+                    stack.format_arn(
+                        service="glue",
+                        resource="table",
+                        resource_name=f"{database}/{table}",
+                        arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+                    )
+                    for table in tables
+                ),
+            ],
+        )
+    )
+    results = config.query_results_prefix
+    _grant_objects(
+        grantee,
+        storage,
+        results,
+        ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+        list_prefix=True,
+    )
+    grantee.add_to_role_policy(
+        iam.PolicyStatement(actions=["s3:GetBucketLocation"], resources=[storage.bucket.bucket_arn])
+    )
+
+
+def json_table_names(spec: CrawlSpec) -> list[str]:
+    """The crawl's tables over its JSON Lines: its own, and one per page type."""
+    return [table_name(spec.name), *(type_table_name(spec.name, kind) for kind in spec.types or {})]
 
 
 def _grant_secrets(grantee: lambda_.Function, stack: Stack, specs: list[CrawlSpec]) -> None:

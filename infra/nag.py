@@ -54,6 +54,14 @@ def acknowledge(stack: SluiceStack) -> None:
             "PutObject is granted, and only under a run's finalize/ folder of work/.",
         )
     )
+    Validations.of(functions.finalizer).acknowledge(
+        Acknowledgment(
+            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/{stack.query.results_prefix}*]",
+            reason="The run's Parquet copy is an Athena UNLOAD run with the finalizer's role: Athena writes its "
+            "manifest and metadata under a key it names per query execution, in the workgroup's results prefix "
+            "(nothing but results, expired by lifecycle).",
+        )
+    )
     Validations.of(functions.scheduler).acknowledge(
         Acknowledgment(
             id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/seeds/*]",

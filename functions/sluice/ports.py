@@ -41,6 +41,10 @@ class RunLedger(Protocol):
         """The newest finished run of ``crawl`` (started before ``before_run_id``; only complete ones, if asked)."""
         ...
 
+    def recent_runs(self, crawl: str, limit: int) -> list[RunState]:
+        """The crawl's last ``limit`` runs, newest first."""
+        ...
+
     def set_seeds(self, crawl: str, run_id: str, seeds: int) -> None:
         """Record how many seed URLs the run's frontier holds (planned before any is sent)."""
         ...

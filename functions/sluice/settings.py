@@ -62,6 +62,10 @@ class Settings(BaseModel):
     finalize_shard_pages: int = Field(default=defaults.FINALIZE_SHARD_PAGES, ge=1, le=10_000_000)
     finalize_max_shards: int = Field(default=defaults.FINALIZE_MAX_SHARDS, ge=1, le=65_536)
     finalize_attempts: int = Field(default=defaults.FINALIZE_ATTEMPTS, ge=1, le=100)
+    workgroup: str = ""
+    """The Athena workgroup the finalizer starts each run's Parquet copy in (empty: no copy)."""
+    glue_database: str = ""
+    """The Glue database of the crawls' tables, which the copy reads."""
 
     def tuning(self) -> Tuning:
         return Tuning(

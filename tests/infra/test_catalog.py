@@ -43,11 +43,13 @@ def every_crawl() -> tuple[dict[str, Any], str]:
     return Template.from_stack(stack).to_json()["Resources"], bucket
 
 
-def _tables(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _tables(resources: dict[str, Any], *, parquet: bool = False) -> dict[str, dict[str, Any]]:
+    """The tables over the JSON Lines (or, with ``parquet``, their twins over the Parquet copy), by name."""
     return {
         r["Properties"]["TableInput"]["Name"]: r["Properties"]
         for r in resources.values()
         if r["Type"] == "AWS::Glue::Table"
+        and (r["Properties"]["TableInput"]["Parameters"]["classification"] == "parquet") == parquet
     }
 
 
@@ -60,10 +62,11 @@ def test_the_stage_has_one_database_named_after_prefix_and_stage(resources: dict
     assert database["DatabaseInput"]["Name"] == DEFAULT.glue_database == "sluice_dev"
 
 
-def test_each_deployed_crawl_has_one_table_in_the_stage_database(resources: dict[str, Any]) -> None:
-    tables = _tables(resources)
+def test_each_deployed_crawl_has_a_table_and_its_parquet_twin_in_the_stage_database(resources: dict[str, Any]) -> None:
+    tables, twins = _tables(resources), _tables(resources, parquet=True)
     assert sorted(tables) == sorted(table_name(s.name) for s in SPECS)
-    assert {t["DatabaseName"] for t in tables.values()} == {DEFAULT.glue_database}
+    assert sorted(twins) == sorted(f"{table_name(s.name)}_parquet" for s in SPECS)
+    assert {t["DatabaseName"] for t in [*tables.values(), *twins.values()]} == {DEFAULT.glue_database}
 
 
 @pytest.mark.parametrize("spec", EVERY_SPEC, ids=lambda s: s.name)
@@ -245,6 +248,8 @@ def test_a_typed_spec_has_a_table_for_all_types_and_one_per_type_with_what_is_ca
     resources = Template.from_stack(stack).to_json()["Resources"]
     tables = {name: t["TableInput"] for name, t in _tables(resources).items()}
     assert sorted(tables) == ["typed", "typed__item", "typed__listing"]
+    twins = {name: t["TableInput"] for name, t in _tables(resources, parquet=True).items()}
+    assert sorted(twins) == ["typed__item_parquet", "typed__listing_parquet", "typed_parquet"]
 
     table = tables["typed"]
     assert [k["Name"] for k in table["PartitionKeys"]] == ["crawl", "run", "type"]
@@ -270,8 +275,19 @@ def test_a_typed_spec_has_a_table_for_all_types_and_one_per_type_with_what_is_ca
     listing = [c["Name"] for c in tables["typed__listing"]["StorageDescriptor"]["Columns"]]
     assert listing == ["_key", "_page", "_type", "title", "price"]
 
-    # The query policy reads each of the three tables and no other.
+    # Over the Parquet copy: each type's files have its own columns, as its JSON table; the crawl's table over
+    # every type has the JSON table's (no field here is typed two ways: test_parquet_copy has one that is).
+    assert twins["typed_parquet"]["StorageDescriptor"]["Columns"] == table["StorageDescriptor"]["Columns"]
+    assert twins["typed__item_parquet"]["StorageDescriptor"]["Columns"] == item["StorageDescriptor"]["Columns"]
+    assert render(twins["typed__item_parquet"]["Parameters"]["storage.location.template"]) == (
+        f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/parquet/type=item/"
+    )
+    assert render(twins["typed_parquet"]["Parameters"]["storage.location.template"]) == (
+        f"s3://{bucket}/runs/crawl=${{crawl}}/run=${{run}}/parquet/type=${{type}}/"
+    )
+
+    # The query policy reads each of the six tables and no other.
     policy = next(r for r in resources.values() if r["Type"] == "AWS::IAM::ManagedPolicy")
     statement = next(st for st in policy["Properties"]["PolicyDocument"]["Statement"] if st["Sid"] == "ReadTheCatalog")
     named = sorted(render(r).rsplit("/", 1)[-1] for r in statement["Resource"] if ":table/" in render(r))
-    assert named == ["typed", "typed__item", "typed__listing"]
+    assert named == sorted([*tables, *twins])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,10 +28,12 @@ from infra.crawls import deployed_specs
 from infra.nag import acknowledge
 from infra.stack import SluiceStack
 from moto import mock_aws
+from moto.athena.models import athena_backends
 
 from sluice.adapters.aws.clients import client
 from sluice.domain.layout import summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
+from sluice.pipeline.columnar import CopyState, check_recent, copy_state_key, describe
 from sluice.pipeline.reextract import reextract_run
 from sluice.pipeline.services import load_crawl
 from sluice.settings import Settings
@@ -38,7 +41,7 @@ from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate import grants
 from sluice_tools.emulate.context import LocalContext
-from sluice_tools.emulate.resources import create_resources, fake_credentials
+from sluice_tools.emulate.resources import ACCOUNT, REGION, create_resources, fake_credentials
 from sluice_tools.emulate.runner import sqs_record
 from sluice_tools.emulate.shards import drain_shards
 
@@ -324,3 +327,112 @@ def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract
     assert done.pages == 3
     assert done.summary["reextracted"]["from_runs"] == [first["run_id"]]
     assert done.summary["records"]["total"] == 60
+
+
+# -- the Parquet copy (an Athena UNLOAD the finalizer starts; moto records it and runs no SQL) ---------------
+
+
+def _executions(granted: GrantedStack) -> list[dict[str, Any]]:
+    """The workgroup's queries, read as the operator."""
+    with grants.acting_as(granted.keys[ADMIN]):
+        athena = client("athena")
+        ids = athena.list_query_executions(WorkGroup=DEFAULT.workgroup)["QueryExecutionIds"]
+        return [athena.get_query_execution(QueryExecutionId=i)["QueryExecution"] for i in ids]
+
+
+def _copy_state(granted: GrantedStack, run_id: str) -> dict[str, Any]:
+    with grants.acting_as(granted.keys[ADMIN]):
+        raw = client("s3").get_object(Bucket=granted.settings.bucket, Key=copy_state_key(CRAWL, run_id))
+    state: dict[str, Any] = json.loads(raw["Body"].read())
+    return state
+
+
+def test_a_finalized_run_starts_its_parquet_copy_once_with_the_finalizers_role(granted: GrantedStack) -> None:
+    """One UNLOAD of the run's records, in the stack's workgroup and database, into the run's parquet/ folder;
+    a redelivered finalizer event and a sweep start nothing more; the sweep records how the query ended."""
+    run_id = granted.run()["run_id"]
+    bucket = granted.settings.bucket
+    (query,) = _executions(granted)
+    expected = (  # the table's columns in the spec file's order (yaml.safe_dump sorted its fields)
+        'UNLOAD (SELECT "_key", "_page", "price", "title", "url" FROM "granted" WHERE run = \'RUN\') '
+        "TO 's3://BUCKET/runs/crawl=granted/run=RUN/parquet/' WITH (format = 'PARQUET', compression = 'ZSTD')"
+    )
+    assert query["Query"] == expected.replace("RUN", run_id).replace("BUCKET", bucket)
+    assert (query["WorkGroup"], query["QueryExecutionContext"]) == ("sluice-dev-query", {"Database": "sluice_dev"})
+    state = _copy_state(granted, run_id)
+    assert (state["status"], state["generation"]) == ("RUNNING", "finalized")
+    assert [t["query_id"] for t in state["tables"]] == [query["QueryExecutionId"]]
+
+    again = {"crawl": CRAWL, "run_id": run_id}  # the fetchers' trigger, delivered once more after the verdict
+    answer = granted.as_function("finalizer", lambda: finalizer.handler(again, _context("finalizer")))
+    assert answer == {"finalized": []}
+    granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # the sweep
+    assert len(_executions(granted)) == 1
+    state = _copy_state(granted, run_id)
+    assert state["status"] == "SUCCEEDED"  # moto's query ends at once; the sweep read it with GetQueryExecution
+    assert state["tables"][0]["state"] == "SUCCEEDED"
+    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+
+
+def test_a_copy_never_started_is_started_by_the_sweep_and_its_failure_recorded(granted: GrantedStack) -> None:
+    """The finalizer stopped between its verdict and the start: ten minutes on, the sweep starts the copy. That
+    UNLOAD fails: the next sweep records it (FAILED, with why) and leaves it so; `sluice show` says it."""
+    run_id = granted.run()["run_id"]
+    with grants.acting_as(granted.keys[ADMIN]):
+        client("s3").delete_object(Bucket=granted.settings.bucket, Key=copy_state_key(CRAWL, run_id))
+        run = bootstrap.aws_services(
+            granted.settings, finalize_later=lambda _: None, continue_start=lambda _: None
+        ).ledger.get_run(CRAWL, run_id)
+    assert run is not None
+    assert run.finished_at is not None
+    finished = datetime.fromisoformat(run.finished_at)
+
+    def sweep_at(moment: datetime) -> list[CopyState]:
+        services = bootstrap.services()
+        assert services.parquet is not None
+        specs = [services.spec(CRAWL)]
+        return check_recent(
+            services.parquet.engine, services.objects, services.ledger, specs, services.parquet.bucket, now=moment
+        )
+
+    assert granted.as_function("finalizer", lambda: sweep_at(finished + timedelta(minutes=1))) == []  # may be starting
+    (started,) = granted.as_function("finalizer", lambda: sweep_at(finished + timedelta(minutes=11)))
+    assert started.status == "RUNNING"
+    assert len(_executions(granted)) == 2  # the finalizer's, and the sweep's
+    assert _copy_state(granted, run_id)["tables"][0]["query_id"] == started.tables[0].query_id
+
+    athena_backends[ACCOUNT][REGION].executions[started.tables[0].query_id].status = "FAILED"
+    granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # the sweep
+    state = _copy_state(granted, run_id)
+    assert state["status"] == "FAILED"
+    assert state["reason"] == "the UNLOAD of granted ended FAILED: no reason given"
+    assert describe(CopyState.from_json(json.dumps(state).encode()), "s3://x/").startswith(
+        "NOT WRITTEN: the UNLOAD of granted ended FAILED"
+    )
+    granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # settled: left as is
+    assert _copy_state(granted, run_id)["status"] == "FAILED"
+    assert len(_executions(granted)) == 2
+    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+
+
+def test_athenas_writes_for_the_copy_are_granted_to_the_finalizer_and_nothing_beside(granted: GrantedStack) -> None:
+    """Athena writes an UNLOAD's files and manifest with the caller's credentials: the finalizer's role may write
+    the run's parquet/ folder and the workgroup's results, and not, say, the seed files."""
+    bucket = granted.settings.bucket
+    target = f"runs/crawl={CRAWL}/run=20261201T000000Z-000000/parquet/part-0"
+
+    def athena_writes() -> None:
+        s3 = client("s3")
+        s3.put_object(Bucket=bucket, Key=target, Body=b"PAR1")
+        s3.put_object(Bucket=bucket, Key=f"{DEFAULT.query_results_prefix}q-manifest.csv", Body=b"")
+        s3.get_bucket_location(Bucket=bucket)
+
+    granted.as_function("finalizer", athena_writes)
+
+    def write_seeds() -> None:
+        client("s3").put_object(Bucket=bucket, Key=f"seeds/{CRAWL}/urls.txt", Body=b"")
+
+    with pytest.raises(ClientError, match="AccessDenied"):
+        granted.as_function("finalizer", write_seeds)
+    with pytest.raises(ClientError, match="AccessDenied"):
+        granted.as_function("fetcher", athena_writes)

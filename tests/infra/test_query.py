@@ -89,9 +89,18 @@ def test_query_results_expire(resources: dict[str, Any]) -> None:
     assert rules["expire-query-results"]["ExpirationInDays"] == DEFAULT.query_results_retention_days
 
 
-def test_no_function_can_touch_query_results(resources: dict[str, Any]) -> None:
-    function_policies = [s for p in _of_type(resources, "AWS::IAM::Policy") for s in p["PolicyDocument"]["Statement"]]
-    assert not [g for g in _grants(function_policies) if DEFAULT.query_results_prefix in g[1]]
+def test_only_the_finalizer_touches_query_results_for_its_parquet_copy(resources: dict[str, Any]) -> None:
+    """The Parquet copy's UNLOAD runs with the finalizer's role: Athena writes its manifest under the results
+    prefix. No other function may touch results."""
+    touching = {
+        r["Properties"]["Roles"][0]["Ref"]
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy"
+        and any(DEFAULT.query_results_prefix in g[1] for g in _grants(r["Properties"]["PolicyDocument"]["Statement"]))
+    }
+    assert len(touching) == 1
+    (role,) = touching
+    assert role.startswith("FunctionsFinalizerServiceRole")
 
 
 # -- the query policy ----------------------------------------------------------------------------
@@ -138,6 +147,7 @@ def test_query_policy_reads_only_this_database_and_its_tables(policy: list[dict[
         f"{arn}:catalog",
         f"{arn}:database/{database}",
         *(f"{arn}:table/{database}/{table_name(s.name)}" for s in SPECS),
+        *(f"{arn}:table/{database}/{table_name(s.name)}_parquet" for s in SPECS),
     }
     assert all(a.split(":")[1].startswith(("Get", "BatchGet")) for a, _ in glue)
 

@@ -9,15 +9,25 @@ import pytest
 from infra.config import DEFAULT
 from infra.crawls import deployed_specs
 
+from sluice.pipeline.columnar import unloads
+from sluice.spec import load_spec
 from sluice.spec.columns import PARTITIONS, record_columns, table_name
 
 GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "querying.md").read_text(encoding="utf-8")
 QUERIES = re.findall(r"```sql\n(.*?)```", GUIDE, flags=re.DOTALL)
-TABLES = {table_name(s.name): s for s in deployed_specs()}
+TABLES = {table_name(s.name): s for s in deployed_specs()} | {
+    f"{table_name(s.name)}_parquet": s for s in deployed_specs()
+}  # each table's twin over the run's Parquet copy has its columns
 
 
 def test_the_guide_has_its_three_first_queries() -> None:
     assert len(QUERIES) >= 3
+
+
+def test_the_guide_gives_the_parquet_copys_unload_as_the_code_writes_it() -> None:
+    spec = load_spec(Path(__file__).resolve().parents[2] / "crawls" / "books-toscrape.yaml")
+    (copy,) = unloads(spec, "RECORDS_BUCKET", "20261202T031700Z-4d5e6f")
+    assert f"```text\n{copy.sql}\n```" in GUIDE
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.split("\n", 1)[0][:40])

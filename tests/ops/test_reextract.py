@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from infra.config import DEFAULT
 
+from sluice.adapters.aws.objects import S3Objects
+from sluice.pipeline.columnar import copy_state_key
 from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import state
+from sluice_tools.emulate.resources import ACCOUNT, REGION
 from sluice_tools.emulate.runner import EmulatedRunner
 from sluice_tools.runner.demo import BROKEN_SELECTOR, FIXED_SELECTOR
 from sluice_tools.runner.summary import as_json
@@ -85,6 +90,16 @@ def test_reextract_repairs_night_3_from_the_archive_without_a_request(
     assert shown["summary"]["reextracted"]["from_runs"] == [night3]
     rows = sluice.json("runs", "demo-books", *broken.where, "--json")
     assert [r["healthy"] for r in rows] == [True, True, True]  # the ledger's verdict is the repaired one
+    # Night 3 had no records, so no Parquet copy: the rebuilt records get one (locally written, on AWS started).
+    (parquet,) = [line for line in text.splitlines() if line.startswith("  parquet ")]
+    if broken.kind == "local":
+        assert parquet.endswith(f"/parquet ({BOOKS} rows)")
+    else:
+        assert "(Athena UNLOAD " in parquet
+        stored = S3Objects(DEFAULT.bucket_name(ACCOUNT, REGION)).get(copy_state_key("demo-books", night3))
+        copy = json.loads(stored or b"{}")
+        assert copy["generation"].startswith("reextract-")
+        assert copy["tables"][0]["table"] == "demo_books"
 
 
 def test_reextract_refuses_another_crawls_spec_and_names_an_unknown_run(broken: Broken, sluice: Cli) -> None:

@@ -114,7 +114,17 @@ def test_show_gives_the_summary_failed_checks_null_rates_and_outputs(three_runs:
     assert shown["summary"]["verdict"]["healthy"] is True
     assert shown["summary"]["egress"] == {"route": "direct"}
     assert shown["run"]["run_id"] == healthy["run_id"]
-    assert "nulls    none" in sluice("show", healthy["run_id"], *three_runs.where)[1]
+    text = sluice("show", healthy["run_id"], *three_runs.where)[1]
+    assert "nulls    none" in text
+    (parquet,) = [line.split(maxsplit=1)[1] for line in text.splitlines() if line.startswith("  parquet ")]
+    if three_runs.kind == "local":
+        assert parquet.endswith(f"/parquet ({BOOKS} rows)")
+    else:  # the UNLOAD the finalizer started (the emulated runs' sweep never came to read it back)
+        bucket = "s3://sluice-dev-records-123456789012-us-east-1"
+        assert parquet.startswith(f"{bucket}/runs/crawl=demo-books/run={healthy['run_id']}/parquet/ (Athena UNLOAD ")
+        assert "; the sweep records how it ends)" in parquet
+    shown_broken = sluice("show", broken["run_id"], *three_runs.where)[1]
+    assert "parquet" not in shown_broken  # no records, no copy
 
 
 def test_show_of_an_unknown_run_is_refused(three_runs: Runs, sluice: Cli) -> None:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from functools import lru_cache
 
+from sluice.adapters.aws.athena import AthenaQueries
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.frontier import DynamoFrontier
 from sluice.adapters.aws.hosts import DynamoHostBook
@@ -20,6 +21,7 @@ from sluice.adapters.aws.queue import SqsQueue
 from sluice.adapters.aws.records import DynamoRecords
 from sluice.adapters.aws.secrets import AwsSecrets
 from sluice.adapters.aws.shardtasks import SqsShardTasks
+from sluice.pipeline.columnar import ParquetCopy
 from sluice.pipeline.services import Services, Trigger
 from sluice.settings import Settings
 
@@ -51,6 +53,11 @@ def aws_services(
         finalize_shards=(
             SqsShardTasks(settings.finalize_queue_url, settings.ledger_table, ttl_days=settings.claim_ttl_days)
             if settings.finalize_queue_url
+            else None
+        ),
+        parquet=(
+            ParquetCopy(AthenaQueries(settings.workgroup, settings.glue_database), settings.bucket)
+            if settings.workgroup and settings.glue_database
             else None
         ),
         specs_dir=settings.specs_dir,

@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sluice.handlers.bootstrap import services
 from sluice.messages import FinalizeEvent, ShardTask, parse_body
 from sluice.observability import annotate, logger, traced_handler
+from sluice.pipeline.columnar import copy_finished, sweep_copies
 from sluice.pipeline.finalize import Finalized, finalize_run, queued_shard, sweep
 from sluice.pipeline.schedules import check_schedules, emit_missing_runs
 
@@ -29,8 +30,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         annotate(crawl=request.crawl, run_id=request.run_id)
         done = finalize_run(request.crawl, request.run_id, services())
         results = [done] if done else []
+        copy_finished(services(), results)  # after the verdicts, never before: they do not wait for it
     else:
         results = sweep(services())
+        copy_finished(services(), results)
+        sweep_copies(services())  # recent runs' copies: how they ended, or started if they never were
         checks = check_schedules(services())
         emit_missing_runs(checks)
         return {"finalized": [_answer(r) for r in results], "missing_runs": [c.crawl for c in checks if c.missing]}
@@ -52,6 +56,7 @@ def _shard_tasks(event: dict[str, Any], context: LambdaContext) -> dict[str, Any
 
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = dict(process_partial_response(event=event, record_handler=run, processor=processor, context=context))
+    copy_finished(services(), finalized)
     return response | {"finalized": [_answer(r) for r in finalized]}
 
 

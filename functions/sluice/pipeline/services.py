@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from sluice import defaults
+from sluice.pipeline.columnar import ParquetCopy
 from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, ShardTasks, WorkQueue
 from sluice.spec import CrawlSpec, find_spec, load_spec, spec_files
 
@@ -85,6 +86,8 @@ class Services:
     """Where the secrets a spec's ``request`` section names are read (None: a spec that names one fails its pages)."""
     finalize_shards: ShardTasks | None = None
     """Where finalize shard tasks go: None runs them on a thread pool in the caller (locally, in tests, reextract)."""
+    parquet: ParquetCopy | None = None
+    """Where a finalized run's records are copied as Parquet (Athena on AWS; None: not here, as locally)."""
     clock: Callable[[], float] = time.time
     """Epoch seconds: when a page is fetched and whether its recrawl interval has run out (tests move it a day on)."""
 

@@ -83,6 +83,11 @@ def type_table_name(crawl: str, kind: str) -> str:
     return f"{table_name(crawl)}__{kind}"
 
 
+def parquet_table_name(crawl: str, kind: str | None = None) -> str:
+    """The table over a run's Parquet copy: its JSON table's name and ``_parquet`` (``demo_books_parquet``)."""
+    return f"{table_name(crawl) if kind is None else type_table_name(crawl, kind)}_parquet"
+
+
 def type_fields(spec: CrawlSpec, kind: str) -> dict[str, ExtractField]:
     """A page type's fields as its records have them: its own, then each field a rule leading to it carries
     (a rule in its ``via``, or any rule if it has none) and it lacks, as the carrying type extracts it.

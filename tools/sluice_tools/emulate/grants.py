@@ -7,10 +7,10 @@ call (``INITIAL_NO_AUTH_ACTION_COUNT`` 0). A call a function makes that its role
 fails the way it would on AWS: AccessDenied.
 
 moto matches a statement's resources for S3 and SQS (it knows the bucket, key and queue a call
-names) but not for DynamoDB, Secrets Manager or SSM, where it checks the action only. So DynamoDB statements go to moto
-with any resource, and :class:`TableCheck` checks each DynamoDB call's tables against the role's
-own statements on the client side, with IAM's rules for batches and transactions (each item's
-action on its table).
+names) but not for DynamoDB, Secrets Manager, SSM, Athena or Glue, where it checks the action only.
+So DynamoDB statements go to moto with any resource, and :class:`TableCheck` checks each DynamoDB
+call's tables against the role's own statements on the client side, with IAM's rules for batches
+and transactions (each item's action on its table).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def _for_moto(document: Mapping[str, Any]) -> dict[str, Any]:
             if "dynamodb:GetItem" in actions:
                 actions = [*actions, "dynamodb:TransactGetItems"]
             statement = {**statement, "Action": actions, "Resource": "*"}
-        elif all(a.startswith(("secretsmanager:", "ssm:")) for a in actions):
+        elif all(a.startswith(("secretsmanager:", "ssm:", "athena:", "glue:")) for a in actions):
             # moto checks these services' actions only (it authorizes them on '*'): the grant's ARNs
             # are checked against the ones the stores give in tests/infra/test_secrets_grant.py.
             statement = {**statement, "Resource": "*"}

@@ -73,6 +73,14 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
         )
     bucket = config.bucket_name(ACCOUNT, REGION)
     s3.create_bucket(Bucket=bucket)
+    # The workgroup the finalizer starts each run's Parquet copy in (moto records the UNLOAD, runs no SQL).
+    client("athena").create_work_group(
+        Name=config.workgroup,
+        Configuration={
+            "ResultConfiguration": {"OutputLocation": f"s3://{bucket}/{config.query_results_prefix}"},
+            "EnforceWorkGroupConfiguration": True,
+        },
+    )
     return Settings.model_validate(
         {
             **config.function_settings(),

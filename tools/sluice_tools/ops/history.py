@@ -16,9 +16,11 @@ from sluice.adapters.aws.ledger import DynamoRunLedger
 from sluice.adapters.aws.objects import S3Objects
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
-from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, summary_key
+from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, parquet_prefix, summary_key
 from sluice.domain.runs import Progress, RunState
+from sluice.pipeline.columnar import describe, read_state
 from sluice.spec import spec_files
+from sluice_tools.ops.query import PARQUET_DONE
 from sluice_tools.ops.stage import Stage, aws_errors
 
 
@@ -50,6 +52,10 @@ class RunHistory(Protocol):
 
     def logs_of(self, run: RunState) -> str | None:
         """Where the run's logs are, for a person (None: nowhere yet)."""
+        ...
+
+    def parquet(self, run: RunState) -> str | None:
+        """Where the run's Parquet copy is, or why it is not there (None: the run has none to have)."""
         ...
 
 
@@ -94,6 +100,13 @@ class LocalHistory:
     def logs_of(self, run: RunState) -> str | None:
         log = self.log_file(run)
         return str(log) if log.exists() else None
+
+    def parquet(self, run: RunState) -> str | None:
+        folder = self.store.folder / "objects" / parquet_prefix(run.crawl, run.run_id)
+        done = folder / PARQUET_DONE
+        if not done.is_file():
+            return None  # `sluice run` said why in its result (a note) and its log
+        return f"{folder} ({json.loads(done.read_text(encoding='utf-8'))['rows']} rows)"
 
 
 class StageHistory:
@@ -151,6 +164,13 @@ class StageHistory:
 
     def dead_letters(self, run_id: str) -> int | None:
         return None  # one queue for every run: `sluice redrive` reads it whole
+
+    def parquet(self, run: RunState) -> str | None:
+        if not run.records:
+            return None  # a run that ended failed or empty has no copy to make
+        with aws_errors(self.stage.name, f"read the Parquet copy of run {run.run_id}"):
+            state = read_state(self.objects, run.crawl, run.run_id)
+        return describe(state, self.objects.location(parquet_prefix(run.crawl, run.run_id)))
 
     def logs_of(self, run: RunState) -> str | None:
         return f"CloudWatch Logs (`sluice logs {run.run_id} --stage {self.stage.name}`)"

@@ -10,9 +10,13 @@ the specs folder (``crawls/NAME.yaml``), which is what the next nightly run uses
 from __future__ import annotations
 
 import dataclasses
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sluice.adapters.aws.athena import AthenaQueries
+from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.frontier import DynamoFrontier
 from sluice.adapters.aws.ledger import DynamoRunLedger
 from sluice.adapters.aws.objects import S3Objects
@@ -20,6 +24,8 @@ from sluice.adapters.aws.queue import SqsQueue
 from sluice.adapters.aws.records import DynamoRecords
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
+from sluice.domain.layout import parquet_prefix
+from sluice.pipeline.columnar import CopyState, start_copy
 from sluice.pipeline.reextract import Reextracted, reextract_run
 from sluice.pipeline.services import Services, Tuning
 from sluice.spec import CrawlSpec, find_spec, load_spec
@@ -86,7 +92,23 @@ def reextract_stage(stage: Stage, run_id: str, spec_path: Path | None, specs_dir
             finalize_later=_never,
             continue_start=_never,
         )
-        return reextract_run(run.crawl, run_id, services, spec)
+        done = reextract_run(run.crawl, run_id, services, spec)
+        if done.summary["records"]["total"]:
+            copy_again(stage, spec, run_id)
+        return done
+
+
+def copy_again(stage: Stage, spec: CrawlSpec, run_id: str) -> CopyState:
+    """The run's Parquet copy made again from its rebuilt records, as the finalizer makes it: the old copy's
+    files deleted first (an UNLOAD writes only into an empty folder), then a new generation started."""
+    s3, prefix = client("s3"), parquet_prefix(spec.name, run_id)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=stage.bucket, Prefix=prefix):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if keys:  # a page lists at most 1,000 keys, what one delete takes
+            s3.delete_objects(Bucket=stage.bucket, Delete={"Objects": keys, "Quiet": True})
+    engine = AthenaQueries(stage.config.workgroup, stage.config.glue_database)
+    generation = f"reextract-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
+    return start_copy(engine, S3Objects(stage.bucket), spec, stage.bucket, run_id, generation=generation)
 
 
 def report(done: Reextracted) -> str:

@@ -69,6 +69,9 @@ def report(history: RunHistory, run: RunState) -> RunReport:
             "manifest": history.location(manifest_key(run.crawl, run.run_id)),
             "summary": history.location(summary_key(run.crawl, run.run_id)),
         }
+        parquet = history.parquet(run)
+        if parquet is not None:
+            outputs["parquet"] = parquet
     else:
         p = history.progress(run.run_id)
         progress = {"done": p.done, "enqueued": run.seeds + p.claimed, "records": p.records, "failed": p.failed}

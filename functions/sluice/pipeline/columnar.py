@@ -1,0 +1,320 @@
+"""A finalized run's records copied as Parquet on AWS: an Athena ``UNLOAD`` per table, started, never waited for.
+
+The finalizer starts it once the verdict is written (:func:`start_copy`); Athena writes the files into
+``runs/crawl=NAME/run=ID/parquet/`` (a spec with types: one ``UNLOAD`` per ``parquet/type=TYPE/``), typed
+as the JSON table, read by the crawl's ``_parquet`` tables (``infra/catalog.py``). What was started and
+how it ended is the run's ``parquet.json`` beside its summary (:func:`copy_state_key`); the sweep reads
+the query states back (:func:`check_recent`) and records a failed or never-started copy there, logged as
+an alert, so a missing Parquet copy is said, never hidden. The JSON Lines stay the run's output either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from sluice.domain.layout import parquet_prefix, run_prefix
+from sluice.domain.runs import RunState
+from sluice.observability import logger
+from sluice.spec import CrawlSpec, spec_files
+from sluice.spec.columns import Column, record_columns, table_name, type_columns, type_table_name
+
+if TYPE_CHECKING:
+    from sluice.pipeline.finalize import Finalized
+    from sluice.pipeline.services import Services
+
+CopyStatus = Literal["RUNNING", "SUCCEEDED", "FAILED", "NOT_STARTED"]
+FINISHED_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
+"""Athena's final query states; QUEUED and RUNNING are still on their way."""
+MISSING_AFTER = timedelta(minutes=10)
+"""A finished run with no copy recorded this long after it finished lost its start: the sweep starts it."""
+CHECK_WINDOW = timedelta(days=2)
+"""The sweep looks at runs finished this recently (older ones were settled, or predate the copy)."""
+RECENT_RUNS = 3
+"""Runs per crawl the sweep reads from the ledger (newest first)."""
+FINALIZED = "finalized"
+"""The generation of the copy the finalizer starts; ``sluice reextract`` starts another, named its own."""
+_SAFE_RUN_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+
+
+class QueryRefused(RuntimeError):
+    """Athena did not take or answer the call (denied, throttled, unknown workgroup); the text says which."""
+
+
+class QueryEngine(Protocol):
+    """Athena as the copy uses it: start a statement in the stack's workgroup, read a query's state."""
+
+    def start(self, sql: str, token: str) -> str:
+        """Start ``sql``; the same ``token`` again returns the same query (Athena's idempotency token)."""
+        ...
+
+    def state(self, query_id: str) -> tuple[str, str | None]:
+        """The query's state (``QUEUED``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``, ``CANCELLED``) and why it failed."""
+        ...
+
+
+class CopyStore(Protocol):
+    """Where the copy's record is kept (the run's folder in the bucket)."""
+
+    def put(self, key: str, body: bytes, content_type: str) -> None: ...
+
+    def get(self, key: str) -> bytes | None: ...
+
+
+class RecentRuns(Protocol):
+    def recent_runs(self, crawl: str, limit: int) -> list[RunState]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Unload:
+    """One ``UNLOAD`` statement: the table it reads, where it writes, the page type it copies (None: every)."""
+
+    kind: str | None
+    table: str
+    location: str
+    sql: str
+
+
+@dataclass(slots=True)
+class CopiedTable:
+    kind: str | None
+    table: str
+    location: str
+    query_id: str | None = None
+    state: str | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class CopyState:
+    """The run's ``parquet.json``: what was started, in which generation, and how it stands."""
+
+    crawl: str
+    run_id: str
+    generation: str
+    status: CopyStatus
+    started_at: str
+    checked_at: str | None = None
+    reason: str | None = None
+    tables: list[CopiedTable] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> CopyState:
+        data = json.loads(raw)
+        tables = [CopiedTable(**t) for t in data.pop("tables")]
+        return cls(**data, tables=tables)
+
+
+def copy_state_key(crawl: str, run_id: str) -> str:
+    """Beside the run's summary, not in ``parquet/`` (every object there is read as Parquet)."""
+    return f"{run_prefix(crawl, run_id)}parquet.json"
+
+
+def unload_sql(table: str, columns: Sequence[Column], run_id: str, location: str) -> str:
+    """The statement: the table's columns of one run, as Parquet with zstd, into ``location`` (which must be empty)."""
+    if not _SAFE_RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run id {run_id!r} is not a run id (letters, digits and '-')")
+    names = ", ".join(f'"{c.name}"' for c in columns)  # the spec's validated field names, quoted
+    return (
+        f"UNLOAD (SELECT {names} FROM \"{table}\" WHERE run = '{run_id}') "  # noqa: S608
+        f"TO '{location}' WITH (format = 'PARQUET', compression = 'ZSTD')"
+    )
+
+
+def unloads(spec: CrawlSpec, bucket: str, run_id: str) -> list[Unload]:
+    """The statements that copy a run: one over the crawl's table, or one per page type over the type's table."""
+    folder = f"s3://{bucket}/{parquet_prefix(spec.name, run_id)}"
+    if spec.types is None:
+        table = table_name(spec.name)
+        return [Unload(None, table, folder, unload_sql(table, record_columns(spec), run_id, folder))]
+    copies = []
+    for kind in spec.types:
+        table, location = type_table_name(spec.name, kind), f"{folder}type={kind}/"
+        copies.append(Unload(kind, table, location, unload_sql(table, type_columns(spec, kind), run_id, location)))
+    return copies
+
+
+def request_token(crawl: str, run_id: str, kind: str | None, generation: str) -> str:
+    """Athena's idempotency token (32 to 128 characters): a redelivered start gets the query already started."""
+    return hashlib.sha256(f"{crawl}\n{run_id}\n{kind or ''}\n{generation}".encode()).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_state(objects: CopyStore, crawl: str, run_id: str) -> CopyState | None:
+    raw = objects.get(copy_state_key(crawl, run_id))
+    return CopyState.from_json(raw) if raw is not None else None
+
+
+def start_copy(
+    engine: QueryEngine, objects: CopyStore, spec: CrawlSpec, bucket: str, run_id: str, *, generation: str = FINALIZED
+) -> CopyState:
+    """Start the run's ``UNLOAD``s, once per generation: a copy already started in it is left as it is.
+
+    A start Athena refuses is recorded (``NOT_STARTED``, with why) and logged; the sweep tries it again."""
+    known = read_state(objects, spec.name, run_id)
+    if known is not None and known.generation == generation and known.status != "NOT_STARTED":
+        return known
+    # Started before (a start refused part-way): those queries stand, the others are started now.
+    before = (
+        {t.table: t for t in known.tables if t.query_id} if known is not None and known.generation == generation else {}
+    )
+    state = CopyState(spec.name, run_id, generation, "RUNNING", _now())
+    for unload in unloads(spec, bucket, run_id):
+        if unload.table in before:
+            state.tables.append(before[unload.table])
+            continue
+        copied = CopiedTable(unload.kind, unload.table, unload.location)
+        state.tables.append(copied)
+        try:
+            copied.query_id = engine.start(unload.sql, request_token(spec.name, run_id, unload.kind, generation))
+        except QueryRefused as exc:
+            copied.state, copied.reason = "NOT_STARTED", str(exc)[:500]
+            if state.status != "NOT_STARTED":  # the first refusal is the reason given
+                state.status, state.reason = "NOT_STARTED", f"Athena refused the UNLOAD of {unload.table}: {exc}"[:500]
+    objects.put(copy_state_key(spec.name, run_id), state.to_json(), "application/json")
+    if state.status == "NOT_STARTED":
+        _alert(state)
+    else:
+        logger.info(
+            "parquet copy started",
+            extra={"crawl": spec.name, "run_id": run_id, "queries": [t.query_id for t in state.tables]},
+        )
+    return state
+
+
+def check_copy(engine: QueryEngine, objects: CopyStore, state: CopyState) -> CopyState:
+    """A running copy's queries read back: SUCCEEDED when every one did, FAILED (recorded, alerted) when one did not."""
+    if state.status != "RUNNING":
+        return state
+    for table in state.tables:
+        if table.query_id is None or table.state in FINISHED_STATES:
+            continue
+        try:
+            table.state, table.reason = engine.state(table.query_id)
+        except QueryRefused as exc:
+            logger.warning(
+                "parquet copy not checked", extra={"crawl": state.crawl, "run_id": state.run_id, "reason": str(exc)}
+            )
+            return state  # the next sweep asks again
+    states = [t.state for t in state.tables]
+    if any(s in ("FAILED", "CANCELLED") for s in states):
+        failed = next(t for t in state.tables if t.state in ("FAILED", "CANCELLED"))
+        state.status = "FAILED"
+        state.reason = f"the UNLOAD of {failed.table} ended {failed.state}: {failed.reason or 'no reason given'}"[:500]
+    elif all(s == "SUCCEEDED" for s in states):
+        state.status = "SUCCEEDED"
+    state.checked_at = _now()
+    objects.put(copy_state_key(state.crawl, state.run_id), state.to_json(), "application/json")
+    if state.status == "FAILED":
+        _alert(state)
+    elif state.status == "SUCCEEDED":
+        logger.info("parquet written", extra={"crawl": state.crawl, "run_id": state.run_id})
+    return state
+
+
+def check_recent(
+    engine: QueryEngine,
+    objects: CopyStore,
+    ledger: RecentRuns,
+    specs: Sequence[CrawlSpec],
+    bucket: str,
+    *,
+    now: datetime | None = None,
+) -> list[CopyState]:
+    """The sweep's look at each crawl's recently finished runs: a running copy checked, a refused one started
+    again, a missing one (the finalizer stopped between its verdict and the start) started and said so."""
+    moment = now or datetime.now(UTC)
+    seen: list[CopyState] = []
+    for spec in specs:
+        for run in ledger.recent_runs(spec.name, RECENT_RUNS):
+            if not _copied(run) or run.finished_at is None:
+                continue
+            finished = datetime.fromisoformat(run.finished_at)
+            if moment - finished > CHECK_WINDOW:
+                continue
+            state = read_state(objects, spec.name, run.run_id)
+            if state is None:
+                if moment - finished < MISSING_AFTER:
+                    continue  # its finalizer may be starting it right now
+                logger.warning(
+                    "parquet copy missing: starting it",
+                    extra={"event": "alert", "crawl": spec.name, "run_id": run.run_id, "check": "parquet"},
+                )
+                state = start_copy(engine, objects, spec, bucket, run.run_id)
+            elif state.status == "NOT_STARTED":
+                state = start_copy(engine, objects, spec, bucket, run.run_id, generation=state.generation)
+            else:
+                state = check_copy(engine, objects, state)
+            seen.append(state)
+    return seen
+
+
+def _copied(run: RunState) -> bool:
+    """A finished run with records has a copy; a run that ended failed or empty has none to make."""
+    return run.status == "finished" and bool(run.records)
+
+
+def _alert(state: CopyState) -> None:
+    logger.error(
+        "parquet not written",
+        extra={
+            "event": "alert",
+            "crawl": state.crawl,
+            "run_id": state.run_id,
+            "check": "parquet",
+            "detail": f"{state.reason}: the JSON Lines records are the run's output",
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ParquetCopy:
+    """Where the stack copies runs as Parquet: Athena in its workgroup, into the records bucket."""
+
+    engine: QueryEngine
+    bucket: str
+
+
+def copy_finished(services: Services, finalized: Sequence[Finalized]) -> list[CopyState]:
+    """The finalizer's step after its verdicts: each finalized run with records gets its copy started."""
+    if services.parquet is None:
+        return []
+    copy, started = services.parquet, []
+    for done in finalized:
+        if (done.summary.get("records") or {}).get("total"):
+            spec = services.spec(done.crawl)
+            started.append(start_copy(copy.engine, services.objects, spec, copy.bucket, done.run_id))
+    return started
+
+
+def sweep_copies(services: Services) -> list[CopyState]:
+    """The sweep's step: the recent runs' copies of every crawl shipped with the functions checked."""
+    if services.parquet is None:
+        return []
+    names = sorted({p.stem for p in spec_files(services.specs_dir)})
+    specs = [services.spec(name) for name in names]
+    copy = services.parquet
+    return check_recent(copy.engine, services.objects, services.ledger, specs, copy.bucket)
+
+
+def describe(state: CopyState | None, location: str) -> str:
+    """How a run's Parquet copy stands, for a person (``sluice show``)."""
+    if state is None:
+        return "none recorded: the sweep starts a missing copy within the hour (docs/querying.md)"
+    queries = ", ".join(t.query_id or "not started" for t in state.tables)
+    if state.status == "SUCCEEDED":
+        return f"{location} (Athena UNLOAD {queries}, succeeded)"
+    if state.status == "RUNNING":
+        return f"{location} (Athena UNLOAD {queries}, started {state.started_at}; the sweep records how it ends)"
+    return f"NOT WRITTEN: {state.reason} (the JSON Lines records are the run's output)"
