@@ -339,7 +339,7 @@ def _judge(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt)
     written = list(results(objects, attempt, WRITE))
     shard_s += sum(float(r["seconds"]) for r in written)
     plan = OutputPlan(crawl, run_id, run.catalog_run, typed=spec.types is not None)
-    output = write_index_and_manifest(objects, plan, written, index_rows(objects, attempt))
+    output = write_index_and_manifest(objects, plan, written, index_rows(objects, attempt, written))
     finished = tally.drained and stopped is None  # a run stopped early is unfinished, however little it had
     previous = services.ledger.latest_finished(crawl, run_id)
     gone = (previous_records, gone_records) if run.catalog_run is not None else None
