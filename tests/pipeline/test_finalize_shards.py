@@ -19,6 +19,7 @@ import pytest
 
 from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.layout import summary_key
+from sluice.messages import UrlTask
 from sluice.pipeline import finalize
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.output import load_index
@@ -197,3 +198,25 @@ def test_each_part_is_read_once_and_the_merged_index_is_in_hash_order(
     numbers = list(index.numbers)
     assert numbers == sorted(set(numbers))
     assert len(numbers) == len({r["_page"] for r in pipeline.records(synthetic.CRAWL, run)}) > 200
+
+
+def test_waiting_links_are_sent_again_a_bounded_share_of_shards_a_call(
+    pipeline: Any, run_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stalled run's waiting links are read shard by shard: a call stops after its budget of entries (the
+    sweep's bound, whatever the run's size), the next starts where it stopped, and a lap sends every one."""
+    links = [UrlTask(url=f"{synthetic.page_url(0)}/waiting/{n}", depth=1, origin="link") for n in range(40)]
+    pipeline.services.frontier.claim(run_id, links, seeds=PAGES, max_pages=1_000)
+    sent: list[list[str]] = []
+    queue = type(pipeline.services.queue)
+    monkeypatch.setattr(queue, "send", lambda self, crawl, run, tasks: sent.append([t.url for t in tasks]))
+
+    for _ in range(8):  # 8 shards, at least one read a call
+        finalize.revive_waiting(pipeline.services, synthetic.CRAWL, run_id, shards=8, budget=1)
+
+    assert 1 < len(sent) <= 8  # several calls, each a share of the shards
+    assert all(len(batch) < len(links) for batch in sent)
+    assert sorted(url for batch in sent for url in batch) == sorted(t.url for t in links)  # a lap: every one once
+    sent.clear()
+    assert finalize.revive_waiting(pipeline.services, synthetic.CRAWL, run_id, shards=8, budget=None) == len(links)
+    assert sorted(sent[0]) == sorted(t.url for t in links)
