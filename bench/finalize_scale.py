@@ -41,6 +41,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 import yaml
 
+from bench import cost_report
 from bench.client_sluice import bench_spec_data
 from bench.common import RESULT_PREFIX
 from sluice.adapters.local import LocalStore
@@ -463,6 +464,14 @@ def main(argv: list[str] | None = None) -> int:
                     f" {r['by_kind']}",
                     flush=True,
                 )
+        command = f"python -m bench.finalize_scale --gets {args.gets} --shard-pages-list {','.join(map(str, sizes))}"
+        kept = {"command": command, "date": f"{datetime.now(UTC):%Y-%m-%d}", "runs": counted}
+        previous = RESULTS / "finalize-gets.json"
+        if previous.exists():  # the figures of the design before (write tasks by URL shard), kept as measured
+            kept["before"] = json.loads(previous.read_text()).get("before")
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        previous.write_text(json.dumps(kept, indent=1) + "\n")
+        cost_report.rewrite_finalize_gets(Path("docs/costs.md"), kept)
         if args.json:
             print(RESULT_PREFIX + json.dumps({"gets": counted}))
         return 0

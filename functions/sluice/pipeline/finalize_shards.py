@@ -145,8 +145,8 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
     blocks, missing = plan.resolve(services.objects, shard)
     prefixes = _prefixes(run)
     groups: list[list[_Block]] = [[] for _ in range(attempt.count)]
+    region = services.tuning.output_span_bytes
     for block in blocks:
-        region = services.tuning.output_span_bytes
         groups[write_group(block.source, block.offset, prefixes[-1], region, attempt.count)].append(block)
     del blocks
     output_keys: list[list[tuple[int, bytes, int]]] = [[] for _ in range(attempt.count)]
