@@ -41,9 +41,9 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 import yaml
 
-from bench import cost_report
 from bench.client_sluice import bench_spec_data
 from bench.common import RESULT_PREFIX
+from bench.finalize_gets_doc import rewrite_finalize_gets
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.frontier import SqliteFrontier
 from sluice.adapters.local.objects import FileObjects, FileWriter
@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
             kept["before"] = json.loads(previous.read_text()).get("before")
         RESULTS.mkdir(parents=True, exist_ok=True)
         previous.write_text(json.dumps(kept, indent=1) + "\n")
-        cost_report.rewrite_finalize_gets(Path("docs/costs.md"), kept)
+        rewrite_finalize_gets(Path("docs/costs.md"), kept)
         if args.json:
             print(RESULT_PREFIX + json.dumps({"gets": counted}))
         return 0
