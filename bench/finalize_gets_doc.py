@@ -50,7 +50,7 @@ def finalize_gets_section(kept: dict[str, Any] | None = None) -> list[str]:
         "read about 134,000 of them for 10M pages, $0.005 per million pages). *before* is the same command on the",
         "finalizer whose write tasks were keyed by URL shard (each part read by every shard its pages fall in).",
         "",
-        "| write tasks | shards | run | part GETs | per fetched page | part GETs per million pages | "
+        "| write tasks | shards | run | part GETs | a fetched page | $ per million fetched pages | "
         "catalog output GETs | shard-result GETs |",
         "|---|---:|---|---:|---:|---:|---:|---:|",
         *rows,
