@@ -8,6 +8,7 @@ from typing import Any
 from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
 
 from bench import egress_cost
+from bench.finalize_gets_doc import finalize_gets_section
 from sluice.metrics import RunMetric
 
 POLLING_USD = 0.26 + 0.21
@@ -211,6 +212,7 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
     metrics, per_crawl = len(RunMetric) - 1, ALARMS_PER_CRAWL + 1
     metrics_usd, alarms_usd = metrics * 0.30, (per_crawl + PIPELINE_ALARMS) * 0.10
     fixed_usd = metrics_usd + alarms_usd + 3.00 + 1.00 + POLLING_USD
+    out += finalize_gets_section()
     out += [
         "",
         "## Fixed, per month, whether runs happen or not",

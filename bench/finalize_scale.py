@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.finalize_scale [--pages 10000,50000] [--json]
     .venv/bin/python -m bench.finalize_scale --synthetic 1000000 [--shard-pages 50000] [--workers 2] [--json]
+    .venv/bin/python -m bench.finalize_scale --gets 20000   # S3 GETs of a sharded finalize (--shard-pages-list 625,80)
 
 Each size is a real ``sluice run`` on the local store against the demo site (no latency, 64 in
 flight): a first run (every page's records from this run's parts) and a nightly run (every page a
@@ -42,9 +43,11 @@ import yaml
 
 from bench.client_sluice import bench_spec_data
 from bench.common import RESULT_PREFIX
+from bench.finalize_gets_doc import rewrite_finalize_gets
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.frontier import SqliteFrontier
 from sluice.adapters.local.objects import FileObjects, FileWriter
+from sluice.domain.cost import US_EAST_1
 from sluice.pipeline.finalize import Finalized, finalize_run, shard_completed
 from sluice.pipeline.finalize_shards import Attempt, run_task
 from sluice.pipeline.services import Services, Tuning
@@ -282,6 +285,76 @@ def measure_synthetic(pages: int, shard_pages: int, workers: int) -> dict[str, A
         return found
 
 
+GETS_KINDS = ("parts", "catalog output", "catalog index", "shard results", "other")
+
+
+def _get_kind(key: str) -> str:
+    if "/parts/" in key:
+        return "parts"
+    if "/finalize/" in key:
+        return "shard results"
+    if key.endswith("pages.index"):
+        return "catalog index"
+    if "/records/" in key or key.endswith(".jsonl"):
+        return "catalog output"
+    return "other"
+
+
+def measure_gets(pages: int, shard_pages: int) -> dict[str, Any]:
+    """The S3 GET-class requests (whole and ranged reads) of finalizing a first and a nightly synthetic run of
+    ``pages`` in shards of at most ``shard_pages``, counted by what they read and priced per million pages.
+
+    Every shard task runs in this process (the local thread pool); the local store's reads are the calls
+    the S3 adapter makes one for one (``get`` one GetObject, ``get_range`` one ranged GetObject)."""
+    counts: Counter[str] = Counter()
+    lock = threading.Lock()
+    real_get, real_range = FileObjects.get, FileObjects.get_range
+
+    def get(self: FileObjects, key: str) -> bytes | None:
+        with lock:
+            counts[_get_kind(key)] += 1
+        return real_get(self, key)
+
+    def get_range(self: FileObjects, key: str, start: int, length: int) -> bytes:
+        with lock:
+            counts[_get_kind(key)] += 1
+        return real_range(self, key, start, length)
+
+    found: dict[str, Any] = {"pages": pages, "shard_pages": shard_pages}
+    with tempfile.TemporaryDirectory(prefix="bench-gets-") as tmp:
+        folder, specs = Path(tmp) / "state", Path(tmp) / "crawls"
+        synthetic.write_spec(specs)
+        store = LocalStore.open(folder)
+        try:
+            services = store.services(
+                specs, Tuning(finalize_shard_pages=shard_pages), finalize_later=_never, continue_start=_never
+            )
+            catalog = None
+            for night in (1, 2):
+                run_id = synthetic.write_run(store, pages, night=night, catalog_run=catalog)
+                counts.clear()
+                FileObjects.get, FileObjects.get_range = get, get_range  # type: ignore[method-assign]
+                try:
+                    done = finalize_run(synthetic.CRAWL, run_id, services)
+                finally:
+                    FileObjects.get, FileObjects.get_range = real_get, real_range  # type: ignore[method-assign]
+                assert done is not None, "the synthetic run did not finalize"
+                total = sum(counts.values())
+                fetched = int(done.summary["pages"]["fetched"])
+                found["first" if night == 1 else "nightly"] = {
+                    "shards": done.summary["finalize_shards"],
+                    "fetched": fetched,
+                    "gets": total,
+                    "by_kind": {k: counts[k] for k in GETS_KINDS if counts[k]},
+                    "gets_per_million_pages": round(total / pages * 1e6),
+                    "usd_per_million_pages": round(total / pages * 1e3 * US_EAST_1.s3_per_thousand_get, 4),
+                }
+                catalog = run_id
+        finally:
+            store.close()
+    return found
+
+
 RESULTS = Path("bench/results")
 DOC = Path("docs/benchmarks.md")
 SECTION = "## Finalizing in shards (synthetic runs)"
@@ -368,12 +441,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", default="10000,50000")
     parser.add_argument("--synthetic", type=int, default=0, help="pages written straight into the store")
     parser.add_argument("--shard-pages", type=int, default=50_000, help="finalize_shard_pages")
+    parser.add_argument(
+        "--shard-pages-list", default="", help="with --gets: several finalize_shard_pages, comma-separated"
+    )
     parser.add_argument("--workers", type=int, default=2, help="shard tasks at once (processes)")
+    parser.add_argument("--gets", type=int, default=0, help="count a sharded finalize's S3 GETs at N pages")
     parser.add_argument("--json", action="store_true", help="one RESULT line for the harness")
     parser.add_argument("--doc", action="store_true", help="only rewrite the doc's section from kept results")
     args = parser.parse_args(argv)
     if args.doc:
         write_doc()
+        return 0
+    if args.gets:
+        sizes = [int(p) for p in str(args.shard_pages_list or args.shard_pages).split(",")]
+        counted = [measure_gets(args.gets, size) for size in sizes]
+        for figures in counted:
+            for run in ("first", "nightly"):
+                r = figures[run]
+                print(
+                    f"{args.gets:>8} pages {run:8} {r['shards']:>4} shards: {r['gets']:>7} GETs"
+                    f" ({r['gets_per_million_pages']:,} per million pages, ${r['usd_per_million_pages']})"
+                    f" {r['by_kind']}",
+                    flush=True,
+                )
+        command = f"python -m bench.finalize_scale --gets {args.gets} --shard-pages-list {','.join(map(str, sizes))}"
+        kept = {"command": command, "date": f"{datetime.now(UTC):%Y-%m-%d}", "runs": counted}
+        previous = RESULTS / "finalize-gets.json"
+        if previous.exists():  # the figures of the design before (write tasks by URL shard), kept as measured
+            kept["before"] = json.loads(previous.read_text()).get("before")
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        previous.write_text(json.dumps(kept, indent=1) + "\n")
+        rewrite_finalize_gets(Path("docs/costs.md"), kept)
+        if args.json:
+            print(RESULT_PREFIX + json.dumps({"gets": counted}))
         return 0
     if args.synthetic:
         measured = measure_synthetic(args.synthetic, args.shard_pages, args.workers)

@@ -10,6 +10,7 @@ finalizer's thread pool.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -18,8 +19,10 @@ import pytest
 
 from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.layout import summary_key
+from sluice.messages import UrlTask
 from sluice.pipeline import finalize
 from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.output import load_index
 from sluice_tools import synthetic
 
 PAGES = 60
@@ -156,3 +159,64 @@ def test_a_shard_task_delivered_twice_is_counted_once(aws_pipeline: Any, monkeyp
     assert records == expected[1]
     for field in ("pages", "records", "failures", "skips", "null_rates", "finalize_shards"):
         assert summary[field] == expected[0][field], field
+
+
+def test_each_part_is_read_once_and_the_merged_index_is_in_hash_order(
+    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Write tasks are keyed by part, not URL shard: a fetcher batch's part, whose pages fall in every shard, is
+    read by one task in one range (keyed by URL shard it was read once per shard its pages fall in). The groups'
+    page-index rows, merged by the combine, are the run's index: every page with records once, in hash order."""
+    pipeline.configure(finalize_shard_pages=40)
+    synthetic.write_spec(pipeline.specs_dir)
+    pages = 3 * synthetic.PAGES_PER_PART  # three parts, each over all 8 shards' ranges
+    run = synthetic.write_run(pipeline.services, pages)
+    objects = type(pipeline.services.objects)
+    reads: Counter[str] = Counter()
+    real_get, real_range = objects.get, objects.get_range
+
+    def get(self: Any, key: str) -> bytes | None:
+        if "/parts/" in key:
+            reads[key] += 1
+        return real_get(self, key)
+
+    def get_range(self: Any, key: str, start: int, length: int) -> bytes:
+        if "/parts/" in key:
+            reads[key] += 1
+        return real_range(self, key, start, length)
+
+    monkeypatch.setattr(objects, "get", get)
+    monkeypatch.setattr(objects, "get_range", get_range)
+
+    [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run})
+
+    summary = pipeline.summary(synthetic.CRAWL, run)
+    assert done["healthy"] is True
+    assert summary["finalize_shards"] == 8
+    assert sorted(reads.values()) == [1, 1, 1]  # each part once
+    index = load_index(pipeline.services.objects, synthetic.CRAWL, run)
+    numbers = list(index.numbers)
+    assert numbers == sorted(set(numbers))
+    assert len(numbers) == len({r["_page"] for r in pipeline.records(synthetic.CRAWL, run)}) > 200
+
+
+def test_waiting_links_are_sent_again_a_bounded_share_of_shards_a_call(
+    pipeline: Any, run_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stalled run's waiting links are read shard by shard: a call stops after its budget of entries (the
+    sweep's bound, whatever the run's size), the next starts where it stopped, and a lap sends every one."""
+    links = [UrlTask(url=f"{synthetic.page_url(0)}/waiting/{n}", depth=1, origin="link") for n in range(40)]
+    pipeline.services.frontier.claim(run_id, links, seeds=PAGES, max_pages=1_000)
+    sent: list[list[str]] = []
+    queue = type(pipeline.services.queue)
+    monkeypatch.setattr(queue, "send", lambda self, crawl, run, tasks: sent.append([t.url for t in tasks]))
+
+    for _ in range(8):  # 8 shards, at least one read a call
+        finalize.revive_waiting(pipeline.services, synthetic.CRAWL, run_id, shards=8, budget=1)
+
+    assert 1 < len(sent) <= 8  # several calls, each a share of the shards
+    assert all(len(batch) < len(links) for batch in sent)
+    assert sorted(url for batch in sent for url in batch) == sorted(t.url for t in links)  # a lap: every one once
+    sent.clear()
+    assert finalize.revive_waiting(pipeline.services, synthetic.CRAWL, run_id, shards=8, budget=None) == len(links)
+    assert sorted(sent[0]) == sorted(t.url for t in links)

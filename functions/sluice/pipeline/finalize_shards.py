@@ -6,22 +6,34 @@ the task is retried, so a shard that dies and runs again is never counted twice:
 follow read exactly one result per shard.
 
 1. **scan** (URL shard ``s``): read the shard's URL entries (the run's first scan): its tally and
-   usage, its output plan (the blocks to copy, carried pages found in the catalog run's index),
-   and its record-key digests by key section: this run's output keys with the place of their
-   first copy, and both runs' keys for ``records.gone``. Writes ``scan-S.json`` and ``scan-S.bin``.
-2. **keys** (key section ``k``): every shard's digests of section ``k``: which keys two shards
-   hold (the shard with the first copy keeps it, the others are told to drop it), and how many
+   usage, its output plan (the blocks to copy, carried pages found in the catalog run's index)
+   split by **write group** (below), and its record-key digests by key section: this run's output
+   keys with the place of their first copy in each group, and both runs' keys for ``records.gone``.
+   Writes ``scan-S.json`` and ``scan-S.bin``.
+2. **keys** (key section ``k``): every shard's digests of section ``k``: which keys two groups
+   hold (the group with the first copy keeps it, the others are told to drop it), and how many
    catalog records this run lacks. It also counts URL shard ``k`` again (the run's second scan:
    an unchanged count proves nothing moved). Writes ``keys-K.json`` and ``keys-K.bin``.
-3. **write** (URL shard ``s``): the shard's records files and page-index rows, from its plan less
-   the keys it drops. Writes ``write-S.json`` and ``write-S.index``.
+3. **write** (write group ``g``): the group's records files and page-index rows, from its plan
+   (one section of every scan object) less the keys it drops. Writes ``write-G.json`` and
+   ``write-G.index``.
 
-The combine step (``sluice.pipeline.finalize``) reads the results and writes the run's index,
-manifest and summary. Memory per task is its shard's: about 40,000 pages at the default size.
+A **write group** is keyed by what its blocks are read from, not by URL: a block of this run's
+parts goes to the group of its part (a hash of the part's name), so each part, a fetcher batch's
+pages spread over every URL shard, is read by one task in one range; a carried block goes to the
+group of its 8 MB region of the catalog run's output file, read by one task in one range. Keyed by
+URL shard, a part's ~100 pages would be read by up to 100 tasks: a ranged GET a page.
+
+The combine step (``sluice.pipeline.finalize``) reads the results, merges the groups' page-index
+rows (each group's sorted, read in bounded chunks) into hash order, and writes the run's index,
+manifest and summary. Memory per task is its shard's or group's: about 40,000 pages at the default
+size (groups are as many as shards, and parts spread evenly over them).
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
 import struct
 import time
@@ -36,6 +48,7 @@ from sluice.domain.pages import DIGEST_BYTES
 from sluice.domain.runs import RunState
 from sluice.domain.shards import Shard
 from sluice.pipeline.output import (
+    INDEX_ROW,
     POSITION_BYTES,
     OutputPlan,
     Reading,
@@ -50,11 +63,11 @@ from sluice.spec import CrawlSpec
 
 SCAN, KEYS, WRITE = "scan", "keys", "write"
 PHASES = (SCAN, KEYS, WRITE)
-_SCAN_MAGIC, _KEYS_MAGIC = b"SLSCAN01", b"SLKEYS01"
+_SCAN_MAGIC, _KEYS_MAGIC = b"SLSCAN02", b"SLKEYS01"  # 02: plans by write group
 _SPAN = struct.Struct("<QQ")  # offset, length of a section
 _COUNT = struct.Struct("<I")
 _ROW = struct.Struct("<QIQII")  # URL number, source index, offset, length, digest bytes
-_OUTPUT_KEY = struct.Struct(f">Q{POSITION_BYTES}s")  # key digest, place of its first copy
+_OUTPUT_KEY = struct.Struct(f">Q{POSITION_BYTES}sH")  # key digest, place of its first copy, its write group
 _DIGEST = struct.Struct(">Q")
 
 
@@ -130,15 +143,22 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
         for entry in services.frontier.scan(run.catalog_run, consistent=False, shard=shard):  # finished: still
             keys.add_before(entry.result)
     blocks, missing = plan.resolve(services.objects, shard)
-    first = first_positions(blocks, _prefixes(run))
-    output_keys: list[list[tuple[int, bytes]]] = [[] for _ in range(attempt.count)]
-    for digest, where in sorted(first.items()):
-        output_keys[Shard.of(digest, attempt.count)].append((digest, where))
+    prefixes = _prefixes(run)
+    groups: list[list[_Block]] = [[] for _ in range(attempt.count)]
+    region = services.tuning.output_span_bytes
+    for block in blocks:
+        groups[write_group(block.source, block.offset, prefixes[-1], region, attempt.count)].append(block)
+    del blocks
+    output_keys: list[list[tuple[int, bytes, int]]] = [[] for _ in range(attempt.count)]
+    for group, held in enumerate(groups):
+        for digest, where in first_positions(held, prefixes).items():
+            output_keys[Shard.of(digest, attempt.count)].append((digest, where, group))
     after, before = churn.sections(keys.after, attempt.count), churn.sections(keys.before, attempt.count)
-    sections = [_plan_bytes(blocks, missing)] + [
+    plans = [_plan_bytes(held, missing if group == shard.index else 0) for group, held in enumerate(groups)]
+    sections = plans + [
         _COUNT.pack(len(out))
         + _COUNT.pack(len(a))
-        + b"".join(_OUTPUT_KEY.pack(d, w) for d, w in out)
+        + b"".join(_OUTPUT_KEY.pack(d, w, g) for d, w, g in sorted(out))
         + a.tobytes()
         + b.tobytes()
         for out, a, b in zip(output_keys, after, before, strict=True)
@@ -154,6 +174,17 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
         "seconds": round(time.monotonic() - started, 3),
     }
     services.objects.put(attempt.key(SCAN, shard.index, "json"), json.dumps(result).encode(), _JSON)
+
+
+def write_group(source: str, offset: int, parts_prefix: str, region_bytes: int, count: int) -> int:
+    """The write group of a block, by where it is read from: a hash of its part's key for this run's parts (a
+    part is read by one write task, in one range), and of its region (``region_bytes``, the span a range read
+    takes) of a catalog output file for a carried block (each region is read by one task). Keyed by URL shard,
+    every part would be read by a task per shard its pages fall in: about a ranged GET a page."""
+    if count == 1:
+        return 0
+    name = source if source.startswith(parts_prefix) else f"{source}@{offset // max(1, region_bytes)}"
+    return Shard.of(int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big"), count)
 
 
 def _plan_bytes(blocks: list[_Block], missing: int) -> bytes:
@@ -184,7 +215,7 @@ def _read_plan(data: bytes) -> tuple[list[_Block], int]:
 
 def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -> None:
     started = time.monotonic()
-    holders: dict[int, list[tuple[bytes, int]]] = defaultdict(list)
+    holders: dict[int, list[tuple[bytes, int]]] = defaultdict(list)  # key digest: (first place, write group)
     after: set[int] = set()
     before: list[int] = []
     row = services.objects.get_range(
@@ -197,8 +228,8 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
             continue
         n_out, n_after = _COUNT.unpack_from(data)[0], _COUNT.unpack_from(data, _COUNT.size)[0]
         at = 2 * _COUNT.size
-        for digest, where in _OUTPUT_KEY.iter_unpack(data[at : at + n_out * _OUTPUT_KEY.size]):
-            holders[digest].append((where, shard.index))
+        for digest, where, group in _OUTPUT_KEY.iter_unpack(data[at : at + n_out * _OUTPUT_KEY.size]):
+            holders[digest].append((where, group))
         at += n_out * _OUTPUT_KEY.size
         after.update(d for (d,) in _DIGEST_LE.iter_unpack(data[at : at + n_after * 8]))
         at += n_after * 8
@@ -206,10 +237,10 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
     drops: list[list[int]] = [[] for _ in range(attempt.count)]
     for digest, copies in holders.items():
         if len(copies) > 1:
-            keeper = min(copies)[1]  # the first copy in the output's order (source, offset), then shard
-            for _, shard_index in copies:
-                if shard_index != keeper:
-                    drops[shard_index].append(digest)
+            keeper = min(copies)[1]  # the first copy in the output's order (source, offset)
+            for _, group in copies:
+                if group != keeper:
+                    drops[group].append(digest)
     previous, gone = churn.counts(before, after)
     entries = done = 0
     for entry in services.frontier.scan(run.run_id, shard=section):  # the run's second scan, of URL shard k
@@ -233,9 +264,20 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
 
 
 def _write(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, shard: Shard) -> None:
+    """Write group ``shard.index``: its plan is its section of every scan object (one range each)."""
     started = time.monotonic()
     objects = services.objects
-    blocks, missing = _read_plan(_section(objects, attempt.key(SCAN, shard.index, "bin"), _SCAN_MAGIC, 0))
+    blocks: list[_Block] = []
+    missing = 0
+    row = objects.get_range(
+        _index_key(attempt, "plan"), shard.index * attempt.count * _SPAN.size, attempt.count * _SPAN.size
+    )
+    for scanned in attempt.shards():
+        offset, length = _SPAN.unpack_from(row, scanned.index * _SPAN.size)
+        if length:
+            held, lacking = _read_plan(objects.get_range(attempt.key(SCAN, scanned.index, "bin"), offset, length))
+            blocks += held
+            missing += lacking
     drops: set[bytes] = set()
     where = json.loads(objects.get(_index_key(attempt, WRITE)) or b"{}").get(str(shard.index), [])
     for section, offset, length in where:  # only the key sections that tell this shard to drop something
@@ -261,21 +303,60 @@ def results(objects: ObjectStore, attempt: Attempt, phase: str) -> Iterator[dict
         yield json.loads(data)
 
 
-def index_rows(objects: ObjectStore, attempt: Attempt) -> Iterator[bytes]:
-    for index in range(attempt.count):
-        yield objects.get(attempt.key(WRITE, index, "index")) or b""
+MERGE_BYTES = 32 * 1024 * 1024
+"""What the combine holds of the groups' page-index rows at once, over all groups (bounded chunks of each)."""
+_CHUNK_ROWS_MOST = 1024 * 1024 // INDEX_ROW.size
+_NUMBER = struct.Struct("<Q")
+
+
+def index_rows(objects: ObjectStore, attempt: Attempt, written: list[dict[str, Any]]) -> Iterator[bytes]:
+    """The write groups' page-index rows merged into URL-hash order, in chunks of about a megabyte.
+
+    Each group's rows are sorted and every page is in one group, so a k-way merge of the groups' streams,
+    each read in chunks of at most ``MERGE_BYTES / groups``, is the run's index: one range read a chunk."""
+    if attempt.count == 1:
+        yield objects.get(attempt.key(WRITE, 0, "index")) or b""
+        return
+    rows = max(64, min(_CHUNK_ROWS_MOST, MERGE_BYTES // INDEX_ROW.size // attempt.count))
+    streams = [
+        _index_stream(objects, attempt.key(WRITE, group, "index"), int(result["pages"]), rows)
+        for group, result in enumerate(written)
+    ]
+    out = bytearray()
+    for _, row in heapq.merge(*streams):
+        out += row
+        if len(out) >= _CHUNK_ROWS_MOST * INDEX_ROW.size:
+            yield bytes(out)
+            out.clear()
+    if out:
+        yield bytes(out)
+
+
+def _index_stream(objects: ObjectStore, key: str, pages: int, chunk_rows: int) -> Iterator[tuple[int, bytes]]:
+    """One group's rows, ``(URL number, row)``, read ``chunk_rows`` at a time."""
+    size = INDEX_ROW.size
+    for first in range(0, pages, chunk_rows):
+        data = objects.get_range(key, first * size, min(chunk_rows, pages - first) * size)
+        if len(data) % size:
+            raise LookupError(f"{key}: not whole page-index rows ({len(data)} bytes)")
+        for at in range(0, len(data), size):
+            yield _NUMBER.unpack_from(data, at)[0], data[at : at + size]
 
 
 def prepare(objects: ObjectStore, attempt: Attempt, phase: str) -> None:
     """Before a phase starts, one index of where each of its tasks' inputs are in the previous phase's objects.
 
     A keys task then reads one row of ``keys.index`` (where its section is in every scan object) instead of
-    every scan object's head; a write task reads ``write.index`` (which keys objects hold digests it drops,
-    and where) instead of every keys object's head: at 256 shards, 65,000 reads a run fewer."""
+    every scan object's head; a write task reads one row of ``plan.index`` (where its group's plan is in every
+    scan object) and ``write.index`` (which keys objects hold digests it drops, and where) instead of every
+    scan and keys object's head: at 256 shards, 130,000 reads a run fewer."""
     if phase == KEYS:
-        spans = [result["spans"][1:] for result in results(objects, attempt, SCAN)]  # [shard][section]
-        rows = b"".join(_SPAN.pack(*spans[s][k]) for k in range(attempt.count) for s in range(attempt.count))
+        count = attempt.count
+        spans = [result["spans"] for result in results(objects, attempt, SCAN)]  # [shard][plan groups, key sections]
+        rows = b"".join(_SPAN.pack(*spans[s][count + k]) for k in range(count) for s in range(count))
         objects.put(_index_key(attempt, KEYS), rows, _BINARY)
+        plans = b"".join(_SPAN.pack(*spans[s][g]) for g in range(count) for s in range(count))
+        objects.put(_index_key(attempt, "plan"), plans, _BINARY)
     elif phase == WRITE:
         where: dict[str, list[list[int]]] = {}
         for section, result in enumerate(results(objects, attempt, KEYS)):
@@ -311,13 +392,3 @@ def _sectioned(magic: bytes, sections: list[bytes]) -> bytes:
         spans += _SPAN.pack(at, len(section))
         at += len(section)
     return magic + _COUNT.pack(len(sections)) + bytes(spans) + b"".join(sections)
-
-
-def _section(objects: ObjectStore, key: str, magic: bytes, number: int) -> bytes:
-    """One section of a :func:`_sectioned` object: two range reads (its place, then its bytes)."""
-    span_at = len(magic) + _COUNT.size + number * _SPAN.size
-    head = objects.get_range(key, 0, span_at + _SPAN.size)
-    if not head.startswith(magic) or len(head) < span_at + _SPAN.size:
-        raise LookupError(f"{key}: not a finalize shard result, or written by another shard count")
-    offset, length = _SPAN.unpack_from(head, span_at)
-    return objects.get_range(key, offset, length) if length else b""

@@ -160,9 +160,10 @@ SHARD_PUTS = 6
 
 
 def shard_gets(shards: int) -> int:
-    """The finalize shards' reads of each other's results: each key task 2 ranges of every scan object,
-    each write task its plan (2) and 1-2 ranges of every keys object, the combine 4 objects a shard."""
-    return shards * (2 * shards) + shards * (2 + 2 * shards) + 4 * shards
+    """The finalize shards' reads of each other's results: each key task its row of ``keys.index`` and a range
+    of every scan object; each write task its row of ``plan.index``, ``write.index``, its plan's range of every
+    scan object and at most one range of every keys object; the combine 3 results and the index rows a shard."""
+    return shards * (1 + shards) + shards * (2 + 2 * shards) + 4 * shards
 
 
 def _upload_requests(size: int) -> int:

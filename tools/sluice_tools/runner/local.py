@@ -271,7 +271,7 @@ class _Drain:
 
     async def _revive_or_close(self) -> bool:
         """True once the run is closed; False if waiting links were sent again (keep draining)."""
-        if await asyncio.to_thread(revive_waiting, self.services, self.spec.name, self.run_id):
+        if await asyncio.to_thread(revive_waiting, self.services, self.spec.name, self.run_id, budget=None):
             return False
         return await self._finalize(force=True)
 

@@ -26,6 +26,8 @@ from sluice_tools.scale.scenarios import HOST_COUNTS, SIZES, Scenario, scenarios
 
 RESULTS = ROOT / "bench" / "results" / "scale-latest.json"
 """Every night the last `make scale` played, as docs/scale.md shows them (``--render`` rewrites the doc from it)."""
+CHECK = ROOT / "bench" / "results" / "scale-check.json"
+"""The last `--check` (bench/scale_check.py), shown again when the doc is rendered from kept results."""
 NIGHT_TARGET_S = 8 * 3600.0
 """A nightly crawl should fit in a night: the advice sizes the fleet for this."""
 BEFORE = (("seed-order", "single"),)
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))
         text = doc.render(
             saved["rows"], saved["fixed"], saved["advice"], saved["pushed"], stack, site_for(figures), figures, quotas,
-            None, saved["argv"],
+            json.loads(CHECK.read_text(encoding="utf-8")) if CHECK.exists() else None, saved["argv"],
         )  # fmt: skip
         (ROOT / "docs" / "scale.md").write_text(text, encoding="utf-8")
         print(f"wrote docs/scale.md from {RESULTS.relative_to(ROOT)}")

@@ -108,14 +108,19 @@ def _after(check: dict[str, Any], m: dict[str, Any]) -> str:
     after = check.get("at_the_share_the_runner_got")
     if after is None:
         return ""
+    quiet, bound = check["predicted"]["quiet_machine_wall_s"], check["predicted"]["bound_s"]
+    cpu_bound = float(m["runner_cpu_ms_per_page"]) * int(m["fetched"]) / 1000 / max(0.01, float(after["cpu_share"]))
     return (
-        f"\nOn a quiet machine the model puts this night at {check['predicted']['quiet_machine_wall_s']:.1f} s, "
-        "past its "
-        f"{check['predicted']['bound_s']:.0f} s bound: the batch order above (a worker's packed hosts wait behind its "
-        f"first host's URLs). The runner used {after['cpu_share']:.0%} of a core over the run "
+        f"\nOn a quiet machine the model puts this night at {quiet:.1f} s, its {bound:.0f} s bound (the sites' "
+        f"politeness) and {quiet - bound:.1f} s of batches' CPU and finalizing. The machine was not quiet: other "
+        f"work shared its 2 cores (load average {m['load_average_before']} before the run), and the measured time "
+        f"is this loaded machine's. The runner used {after['cpu_share']:.0%} of a core over the run "
         f"({m['runner_cpu_ms_per_page']} ms a page); played again at that share, the model says "
         f"{after['wall_s']:.1f} s ({after['error']:+.1%}): on a machine this loaded, the one event loop every local "
-        "worker shares also slows it. On AWS each fetcher has its own CPU, which the grid above plays.\n"
+        f"worker shares also slows it. Its CPU alone, {m['runner_cpu_ms_per_page']} ms a page for "
+        f"{m['fetched']:,} pages at {after['cpu_share']:.0%} of a core, takes {cpu_bound:.0f} s: the measured run was "
+        "bound by the CPU the machine gave it, not by the sites or the model's fleet. On AWS each fetcher has its "
+        "own CPU, which the grid above plays.\n"
     )
 
 
