@@ -328,3 +328,22 @@ def test_a_sitemap_an_index_names_on_another_host_is_not_fetched_and_is_counted(
             "on a host out of the crawl's scope: not read (its pages would not be)"
         )
     }
+
+
+@pytest.mark.parametrize("fatal", [False, True])
+def test_a_sitemap_crawl_cut_by_max_pages_says_so_and_can_be_made_unhealthy(
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, fatal: bool
+) -> None:
+    """The index lists 105 pages; max_pages 50 leaves 55 out, which the truncated check counts."""
+    data = sitemap_spec(books_spec, site.base_url)
+    data["follow"]["max_pages"] = 50
+    data["alerts"]["fail_when_truncated"] = fatal
+    pipeline.spec(data)
+    run_id = pipeline.run(CRAWL)
+
+    summary = pipeline.summary(CRAWL, run_id)
+    assert (summary["pages"]["fetched"], summary["sitemaps"]["left_out"]) == (50, 55)
+    checks = {c["check"]: c for c in summary["verdict"]["checks"]}
+    assert "sitemaps: 55 page URL(s) left out past max_urls or max_pages (50)" in checks["truncated"]["message"]
+    assert checks["truncated"]["ok"] is not fatal
+    assert summary["verdict"]["healthy"] is not fatal

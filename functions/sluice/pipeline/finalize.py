@@ -25,7 +25,7 @@ import json
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -347,6 +347,9 @@ def _judge(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt)
     by_type = {kind: output.types.get(kind, 0) for kind in spec.types} if spec.types is not None else None
     previous_by_type = previous_types(services, previous) if spec.types is not None else None
     counts = tally.counts(output.records, gone, by_type)
+    sitemaps = load_report(objects, crawl, run_id) if spec.seeds.sitemaps is not None else None
+    if sitemaps is not None:  # page URLs the sitemaps listed past max_urls or max_pages: the crawl was cut short
+        counts = replace(counts, sitemap_left_out=int(sitemaps.get("left_out", 0)))
     verdict = judge(
         counts,
         previous.records if previous is not None else None,
@@ -366,7 +369,7 @@ def _judge(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt)
         summary["stopped"] = stopped
     summary |= egress_section(spec, tally, tuning.egress_ips)
     if spec.seeds.sitemaps is not None:
-        summary["sitemaps"] = load_report(objects, crawl, run_id)  # None: the start never read them
+        summary["sitemaps"] = sitemaps  # None: the start never read them
     if spec.recrawl is not None:
         # Pages not due, counted apart by what said so: a sitemap's lastmod, or the recrawl schedule.
         by_schedule = tally.not_due_scheduled
