@@ -186,6 +186,15 @@ class Monitoring(Construct):
             runbook="run-failed",
             crawl=name,
         )
+        self._alarm(
+            f"{name}-parquet-failed",
+            run_metric(name, RunMetric.PARQUET_FAILED, "Maximum"),
+            threshold=0,
+            above=True,
+            meaning=f"{name}: a run's Parquet copy (Athena UNLOAD) failed; its JSON Lines output is whole.",
+            runbook="parquet-failed",
+            crawl=name,
+        )
         if spec.schedule:
             # The sweep judges the schedule (any period, a month included) and emits RunMissing every
             # sweep: the alarm needs one period whatever the schedule, within CloudWatch's 7-day range.

@@ -18,6 +18,7 @@ from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally
 from sluice.domain.verdict import RunCounts, judge
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
+from sluice.pipeline.columnar import emit_copy_failed
 from sluice.pipeline.finalize import emit_metrics
 from sluice.pipeline.output import OutputSummary
 from sluice.pipeline.schedules import ScheduleCheck, emit_missing_runs
@@ -85,8 +86,12 @@ def test_finalizer_emits_every_run_metric_with_the_crawl_as_only_dimension(capsy
     assert directive["Namespace"] == NAMESPACE
     assert directive["Dimensions"] == [[CRAWL_DIMENSION]]
     assert document[CRAWL_DIMENSION] == "demo-books"
-    # ProxiesEjected: a pool crawl's only; RunMissing: the sweep's, not a run's.
-    every = {m.value: UNITS[m].value for m in RunMetric if m not in (RunMetric.PROXIES_EJECTED, RunMetric.RUN_MISSING)}
+    # ProxiesEjected: a pool crawl's only; RunMissing: the sweep's, not a run's; ParquetFailed: a failed copy's.
+    every = {
+        m.value: UNITS[m].value
+        for m in RunMetric
+        if m not in (RunMetric.PROXIES_EJECTED, RunMetric.RUN_MISSING, RunMetric.PARQUET_FAILED)
+    }
     assert {m["Name"]: m["Unit"] for m in directive["Metrics"]} == every
 
 
@@ -109,6 +114,11 @@ def test_alarms_watch_exactly_what_the_finalizer_emits(
     assert sweep_directive["Dimensions"] == directive["Dimensions"]
     emitted |= {m["Name"]: m["Unit"] for m in sweep_directive["Metrics"]}
     assert "RunMissing" in emitted
+    emit_copy_failed("books-toscrape")
+    (copied,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    (copy_directive,) = copied["_aws"]["CloudWatchMetrics"]
+    assert copy_directive["Dimensions"] == directive["Dimensions"]
+    emitted |= {m["Name"]: m["Unit"] for m in copy_directive["Metrics"]}
     run_alarms = [
         a["Properties"]
         for a in resources.values()

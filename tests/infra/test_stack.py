@@ -445,3 +445,11 @@ def test_an_alarm_email_that_is_not_one_is_refused() -> None:
     app = cdk.App(context={**context(), "aws:cdk:bundling-stacks": [], "alarm_email": "oncall at example"})
     with pytest.raises(ValueError, match="'oncall at example' is not an email address"):
         build(app)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_a_failed_parquet_copy_pages_through_each_crawls_alarm(resources: dict[str, Any], spec: Any) -> None:
+    alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-parquet-failed")]
+    assert (alarm["MetricName"], alarm["Statistic"], alarm["Threshold"]) == ("ParquetFailed", "Maximum", 0)
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"  # no datum: no copy failed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -185,3 +186,29 @@ def test_a_start_refused_part_way_keeps_the_started_query_and_starts_only_the_re
     assert again.status == "RUNNING"
     assert [t.query_id for t in again.tables] == ["q1", "q2"]
     assert len(athena.started) == 2
+
+
+def _parquet_failed(out: str) -> list[tuple[str, float]]:
+    """The ParquetFailed data points in what the metrics printed (EMF, one JSON document a line)."""
+    points = []
+    for line in out.splitlines():
+        doc = json.loads(line) if line.startswith("{") else {}
+        if "ParquetFailed" in doc:
+            value = doc["ParquetFailed"]  # Powertools prints a list of values
+            points.append((doc["crawl"], value[0] if isinstance(value, list) else value))
+    return points
+
+
+def test_a_failed_or_refused_copy_counts_parquet_failed_for_its_crawl_and_a_running_one_does_not(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    athena, objects = Athena(), Objects()
+    state = start_copy(athena, objects, TYPED, "bkt", RUN)
+    athena.states["q1"] = ("RUNNING", None)
+    check_copy(athena, objects, state)
+    assert _parquet_failed(capsys.readouterr().out) == []
+    athena.states["q1"] = ("FAILED", "HIVE_BAD_DATA: field price")
+    check_copy(athena, objects, state)
+    assert _parquet_failed(capsys.readouterr().out) == [("typed-books", 1.0)]
+    start_copy(Athena(refuse=True), Objects(), TYPED, "bkt", RUN)
+    assert _parquet_failed(capsys.readouterr().out) == [("typed-books", 1.0)]

@@ -31,8 +31,9 @@ def assert_emf_shape(doc: dict[str, Any], *, with_ratio: bool) -> None:
     assert directive["Dimensions"] == [["crawl"]]
     assert doc["crawl"] == CRAWL
     names = {m["Name"]: m["Unit"] for m in directive["Metrics"]}
-    # ProxiesEjected is a pool crawl's (request.proxies): this crawl has none. RunMissing is the sweep's.
-    emitted = set(RunMetric) - {RunMetric.PROXIES_EJECTED, RunMetric.RUN_MISSING}
+    # ProxiesEjected is a pool crawl's (request.proxies): this crawl has none. RunMissing is the sweep's;
+    # ParquetFailed a failed copy's.
+    emitted = set(RunMetric) - {RunMetric.PROXIES_EJECTED, RunMetric.RUN_MISSING, RunMetric.PARQUET_FAILED}
     expected = emitted if with_ratio else emitted - {RunMetric.RECORD_COUNT_RATIO}
     assert set(names) == {m.value for m in expected}
     assert names == {m.value: UNITS[m].value for m in expected}

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from sluice.domain.layout import parquet_prefix, run_prefix
 from sluice.domain.runs import RunState
-from sluice.observability import logger
+from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
+from sluice.observability import logger, metrics
 from sluice.spec import CrawlSpec, spec_files
 from sluice.spec.columns import Column, record_columns, table_name, type_columns, type_table_name
 
@@ -265,7 +266,17 @@ def _copied(run: RunState) -> bool:
     return run.status == "finished" and bool(run.records)
 
 
+def emit_copy_failed(crawl: str) -> None:
+    """``ParquetFailed`` 1 for ``crawl``, the crawl as its only dimension (as every run metric): its alarm pages."""
+    metrics.add_dimension(CRAWL_DIMENSION, crawl)
+    metric = RunMetric.PARQUET_FAILED
+    metrics.add_metric(name=metric.value, unit=UNITS[metric].value, value=1.0)
+    metrics.flush_metrics()
+
+
 def _alert(state: CopyState) -> None:
+    """A copy that failed or was refused: logged as an alert and counted, so the crawl's alarm pages someone."""
+    emit_copy_failed(state.crawl)
     logger.error(
         "parquet not written",
         extra={
