@@ -208,8 +208,9 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
     for s in scenarios:
         estimate = s.get("summary_estimate") or {}
         out.append(f"| {s['label']} | {_usd(s['cost']['total'])} | {_usd(float(estimate.get('estimated_usd', 0)))} |")
-    # ProxiesEjected is published only by crawls with a proxy pool (request.proxies): one metric more for those.
-    metrics, per_crawl = len(RunMetric) - 1, ALARMS_PER_CRAWL + 1
+    # ProxiesEjected is published only by crawls with a proxy pool (request.proxies): one metric more for those;
+    # ParquetFailed only in a month a copy failed.
+    metrics, per_crawl = len(RunMetric) - 2, ALARMS_PER_CRAWL + 1
     metrics_usd, alarms_usd = metrics * 0.30, (per_crawl + PIPELINE_ALARMS) * 0.10
     fixed_usd = metrics_usd + alarms_usd + 3.00 + 1.00 + POLLING_USD
     out += finalize_gets_section()

@@ -60,9 +60,9 @@ def run_metric(crawl: str, name: RunMetric, statistic: str, period: Duration = R
 PIPELINE_ALARMS = 6
 """Dead letters (the frontier's, the finalize shards'), each function's errors, the fetcher's throttles
 (what docs/costs.md prices)."""
-ALARMS_PER_CRAWL = 5
-"""Record-count drop, error rate, unhealthy verdict, blocked host, run failed; a scheduled crawl adds its
-missing-run alarm."""
+ALARMS_PER_CRAWL = 6
+"""Record-count drop, error rate, unhealthy verdict, blocked host, run failed, Parquet copy failed; a scheduled
+crawl adds its missing-run alarm."""
 
 
 class Monitoring(Construct):
