@@ -114,7 +114,7 @@ class RecordsCatalog(Construct):
                     self._add(spec, bucket.bucket_name, kind, parquet=parquet)
 
     def _add(self, spec: CrawlSpec, bucket: str, kind: str | None, *, parquet: bool) -> None:
-        table_input = self._table_input(spec, bucket, kind) if not parquet else self._parquet_input(spec, bucket, kind)
+        table_input = self._table_input(spec, bucket, kind, parquet=parquet)
         suffix = "" if kind is None else f"-{kind}"
         table = glue.CfnTable(
             self,
@@ -130,51 +130,45 @@ class RecordsCatalog(Construct):
             self.json_tables.append(name)
 
     @staticmethod
-    def _parquet_input(spec: CrawlSpec, bucket: str, kind: str | None) -> glue.CfnTable.TableInputProperty:
-        """The twin of a JSON table over the run's Parquet copy: the same columns (and types), partitions and
-        projection, ``parquet/`` for ``records/``. Over every type, a column two types type differently is left
-        out (each type's files have it as their own type: read it in the type's table)."""
-        columns = parquet_columns(spec) if kind is None else type_columns(spec, kind)
+    def _table_input(
+        spec: CrawlSpec, bucket: str, kind: str | None = None, *, parquet: bool = False
+    ) -> glue.CfnTable.TableInputProperty:
+        """A table over the run's JSON Lines (``records/``), or its twin over the run's Parquet copy (``parquet/``):
+        the same columns (and types), partitions and projection. Over every type, the Parquet twin leaves out a
+        column two types type differently (each type's files have it as their own type: read it in the type's
+        table)."""
+        if kind is None:
+            columns: list[Column] = parquet_columns(spec) if parquet else record_columns(spec)
+        else:
+            columns = type_columns(spec, kind)
         keys = partitions(spec) if kind is None else list(PARTITIONS)
         what = f"crawl {spec.name}" if kind is None else f"page type {kind} of crawl {spec.name}"
+        if parquet:
+            name = parquet_table_name(spec.name, kind)
+            description = f"Records of {what} as Parquet (the run's copy), partitioned by crawl and run"
+            formats = (PARQUET_INPUT_FORMAT, PARQUET_OUTPUT_FORMAT)
+            serde = glue.CfnTable.SerdeInfoProperty(serialization_library=PARQUET_SERDE)
+        else:
+            name = table_name(spec.name) if kind is None else type_table_name(spec.name, kind)
+            description = f"Records of {what}, one row a record, partitioned by crawl and run"
+            formats = (INPUT_FORMAT, OUTPUT_FORMAT)
+            serde = glue.CfnTable.SerdeInfoProperty(serialization_library=JSON_SERDE, parameters=SERDE_PARAMETERS)
         return glue.CfnTable.TableInputProperty(
-            name=parquet_table_name(spec.name, kind),
-            description=f"Records of {what} as Parquet (the run's copy), partitioned by crawl and run",
+            name=name,
+            description=description,
             table_type="EXTERNAL_TABLE",
             parameters={
                 "EXTERNAL": "TRUE",
-                "classification": "parquet",
-                **projection(spec, bucket, kind, parquet=True),
+                "classification": "parquet" if parquet else "json",
+                **projection(spec, bucket, kind, parquet=parquet),
             },
             partition_keys=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in keys],
             storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
                 columns=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in columns],
                 location=f"s3://{bucket}/{RUNS_PREFIX}crawl={spec.name}/",
-                input_format=PARQUET_INPUT_FORMAT,
-                output_format=PARQUET_OUTPUT_FORMAT,
-                serde_info=glue.CfnTable.SerdeInfoProperty(serialization_library=PARQUET_SERDE),
-            ),
-        )
-
-    @staticmethod
-    def _table_input(spec: CrawlSpec, bucket: str, kind: str | None = None) -> glue.CfnTable.TableInputProperty:
-        columns: list[Column] = record_columns(spec) if kind is None else type_columns(spec, kind)
-        keys = partitions(spec) if kind is None else list(PARTITIONS)
-        what = f"crawl {spec.name}" if kind is None else f"page type {kind} of crawl {spec.name}"
-        return glue.CfnTable.TableInputProperty(
-            name=table_name(spec.name) if kind is None else type_table_name(spec.name, kind),
-            description=f"Records of {what}, one row a record, partitioned by crawl and run",
-            table_type="EXTERNAL_TABLE",
-            parameters={"EXTERNAL": "TRUE", "classification": "json", **projection(spec, bucket, kind)},
-            partition_keys=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in keys],
-            storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
-                columns=[glue.CfnTable.ColumnProperty(name=c.name, type=c.type) for c in columns],
-                location=f"s3://{bucket}/{RUNS_PREFIX}crawl={spec.name}/",
-                input_format=INPUT_FORMAT,
-                output_format=OUTPUT_FORMAT,
-                serde_info=glue.CfnTable.SerdeInfoProperty(
-                    serialization_library=JSON_SERDE, parameters=SERDE_PARAMETERS
-                ),
+                input_format=formats[0],
+                output_format=formats[1],
+                serde_info=serde,
             ),
         )
 
