@@ -14,6 +14,8 @@ from sluice import defaults
 Egress = Literal["direct", "fixed"]
 """How the crawl's requests leave: from Lambda's shared addresses, or from the stack's own Elastic IPs."""
 EGRESS_CHOICES: tuple[Egress, ...] = ("direct", "fixed")
+PARQUET_SCAN_MAX_GB = 10_000
+"""The most ``parquet_scan_limit_gb`` takes: 10 TB, $50 a copy at $5 per TB (a larger value is likelier a typo)."""
 
 PROJECT_TAG = "project"
 STAGE_TAG = "stage"
@@ -85,6 +87,12 @@ class StackConfig:
     sweep_minutes: int = 15
     query_scan_limit_gb: int = 20
     """Athena cancels a query of the output that scans more (20 GB: $0.10 at $5 per TB, docs/querying.md)."""
+    parquet_scan_limit_gb: int = 150
+    """Athena cancels a Parquet copy's ``UNLOAD`` that scans more. The copy reads the whole run's JSON Lines, so
+    this is sized to the largest run, not to a person's query: the demo's measured 6.5 KB of records a page
+    (docs/querying.md) makes a 10M-page night 65 GB; twice that for pages with more or longer fields is 130 GB;
+    150 GB leaves room over that, and costs at most $0.75 a copy cancelled at the cut-off ($5 per TB). The
+    copy runs in a workgroup of its own (``parquet_workgroup``), so this does not raise the users' 20 GB."""
     query_results_prefix: str = "query-results/"
     """Where the workgroup writes query results, in the records bucket (nothing of the pipeline's lives there)."""
     query_results_retention_days: int = 7
@@ -97,6 +105,13 @@ class StackConfig:
     egress_cidr: str = "10.42.0.0/16"
 
     def __post_init__(self) -> None:
+        limit = self.parquet_scan_limit_gb
+        if not (isinstance(limit, int) and 1 <= limit <= PARQUET_SCAN_MAX_GB):
+            raise ValueError(
+                f"parquet_scan_limit_gb {limit!r}: whole gigabytes from 1 to {PARQUET_SCAN_MAX_GB:,}"
+                " (Athena cancels the Parquet copy of a run whose JSON Lines are larger: size it to the largest run,"
+                " docs/querying.md)"
+            )
         if self.egress not in EGRESS_CHOICES:
             raise ValueError(f"egress {self.egress!r}: one of {', '.join(EGRESS_CHOICES)}")
         if not 1 <= self.nat_gateways <= self.egress_azs:
@@ -157,7 +172,23 @@ class StackConfig:
 
     @property
     def workgroup(self) -> str:
+        """The users' workgroup (``query_scan_limit_gb``), which the query policy grants."""
         return self.name("query")
+
+    @property
+    def parquet_workgroup(self) -> str:
+        """The Parquet copy's own workgroup: the finalizer's ``UNLOAD``s, cut off at ``parquet_scan_limit_gb``."""
+        return self.name("parquet-copy")
+
+    @property
+    def parquet_results_prefix(self) -> str:
+        """Where the copy's workgroup writes each ``UNLOAD``'s manifest: inside the query results (same lifecycle),
+        in a folder of its own, so the finalizer may write there and not read the users' query results."""
+        return f"{self.query_results_prefix}parquet-copy/"
+
+    @property
+    def parquet_bytes_scanned_cutoff(self) -> int:
+        return self.parquet_scan_limit_gb * 1_000_000_000
 
     @property
     def query_policy(self) -> str:
@@ -202,7 +233,7 @@ class StackConfig:
             "finalize_shard_pages": self.finalize_shard_pages,
             "finalize_max_shards": self.finalize_max_shards,
             "finalize_attempts": self.finalize_attempts,
-            "workgroup": self.workgroup,
+            "workgroup": self.parquet_workgroup,  # the finalizer's copy, never the users' workgroup
             "glue_database": self.glue_database,
         }
 

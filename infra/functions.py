@@ -255,12 +255,13 @@ def _grant_parquet_copy(
 ) -> None:
     """What the Parquet copy's UNLOAD takes (sluice.pipeline.columnar): Athena runs it with the finalizer's role.
 
-    Starting and reading queries in the stack's workgroup only; reading the definitions of the JSON tables it
-    selects from (and their database and catalog); writing the workgroup's results (UNLOAD's manifest and
-    metadata) under its results prefix. The copy's files go to ``runs/*/parquet/``, which the finalizer's
-    grant on ``runs/`` (its output) already covers: the copy adds no S3 write beside its results.
+    Starting and reading queries in the copy's own workgroup only (its scan cut-off sized to a whole run; never
+    the users' query workgroup, whose 20 GB would cancel a large run's copy); reading the definitions of the
+    JSON tables it selects from (and their database and catalog); writing that workgroup's results (UNLOAD's
+    manifest and metadata) under its results prefix. The copy's files go to ``runs/*/parquet/``, which the
+    finalizer's grant on ``runs/`` (its output) already covers: the copy adds no S3 write beside its results.
     """
-    workgroup = stack.format_arn(service="athena", resource="workgroup", resource_name=config.workgroup)
+    workgroup = stack.format_arn(service="athena", resource="workgroup", resource_name=config.parquet_workgroup)
     grantee.add_to_role_policy(
         iam.PolicyStatement(actions=["athena:StartQueryExecution", "athena:GetQueryExecution"], resources=[workgroup])
     )
@@ -284,7 +285,7 @@ def _grant_parquet_copy(
             ],
         )
     )
-    results = config.query_results_prefix
+    results = config.parquet_results_prefix
     _grant_objects(
         grantee,
         storage,

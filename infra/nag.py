@@ -56,10 +56,10 @@ def acknowledge(stack: SluiceStack) -> None:
     )
     Validations.of(functions.finalizer).acknowledge(
         Acknowledgment(
-            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/{stack.query.results_prefix}*]",
+            id=f"{_RULE}IAM5[Resource::<{bucket}.Arn>/{stack.query.copy_results_prefix}*]",
             reason="The run's Parquet copy is an Athena UNLOAD run with the finalizer's role: Athena writes its "
-            "manifest and metadata under a key it names per query execution, in the workgroup's results prefix "
-            "(nothing but results, expired by lifecycle).",
+            "manifest and metadata under a key it names per query execution, in the copy workgroup's results "
+            "prefix (its own folder of the query results: nothing but the copy's results, expired by lifecycle).",
         )
     )
     Validations.of(functions.scheduler).acknowledge(

@@ -1,6 +1,7 @@
-"""Querying the output with Athena: a workgroup that holds its own limits, and the policy a querier needs.
+"""Querying the output with Athena: a workgroup that holds its own limits, and the policy a querier needs;
+and the Parquet copy's own workgroup, whose scan limit is sized to a whole run (the finalizer's only).
 
-The workgroup's configuration is enforced, so a client cannot send results elsewhere, unencrypted,
+Each workgroup's configuration is enforced, so a client cannot send results elsewhere, unencrypted,
 or past the scan limit. Results go to a prefix of the records bucket (already encrypted, private,
 TLS-only and access-logged) that a lifecycle rule empties (``Storage``).
 """
@@ -44,7 +45,8 @@ RESULTS_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s
 
 
 class Query(Construct):
-    """The Athena workgroup over the records catalog, and the managed policy "query the crawl output"."""
+    """The Athena workgroup over the records catalog, the managed policy "query the crawl output", and the
+    Parquet copy's workgroup (granted to the finalizer in ``infra/functions.py``, never in the query policy)."""
 
     def __init__(
         self, scope: Construct, id: str, *, config: StackConfig, bucket: s3.IBucket, catalog: RecordsCatalog
@@ -54,31 +56,26 @@ class Query(Construct):
         self.catalog = catalog
         self.results_prefix = config.query_results_prefix
         self.results_location = f"s3://{bucket.bucket_name}/{config.query_results_prefix}"
-        self.workgroup = athena.CfnWorkGroup(
+        self.workgroup = _workgroup(
             self,
             "WorkGroup",
             name=config.workgroup,
             description=f"Sluice {config.stage}: queries of the crawl output, at most "
             f"{config.query_scan_limit_gb} GB scanned a query",
-            state="ENABLED",
-            # Deleting the stack deletes the workgroup even if someone saved queries in it;
-            # the results themselves are objects in the retained bucket, expired by its lifecycle.
-            recursive_delete_option=True,
-            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
-                enforce_work_group_configuration=True,
-                bytes_scanned_cutoff_per_query=config.query_bytes_scanned_cutoff,
-                publish_cloud_watch_metrics_enabled=True,
-                requester_pays_enabled=False,
-                engine_version=athena.CfnWorkGroup.EngineVersionProperty(selected_engine_version="AUTO"),
-                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
-                    output_location=self.results_location,
-                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
-                        encryption_option="SSE_S3"
-                    ),
-                    # Athena refuses to write results if the bucket changed hands.
-                    expected_bucket_owner=stack.account,
-                ),
-            ),
+            cutoff=config.query_bytes_scanned_cutoff,
+            output_location=self.results_location,
+        )
+        # The finalizer's Parquet copy reads a whole run's JSON Lines: a cut-off sized to the largest run
+        # (parquet_scan_limit_gb), in a workgroup of its own so the users' queries keep theirs.
+        self.copy_results_prefix = config.parquet_results_prefix
+        self.copy_workgroup = _workgroup(
+            self,
+            "ParquetCopyWorkGroup",
+            name=config.parquet_workgroup,
+            description=f"Sluice {config.stage}: each finished run's Parquet copy (UNLOAD), at most "
+            f"{config.parquet_scan_limit_gb} GB scanned a query",
+            cutoff=config.parquet_bytes_scanned_cutoff,
+            output_location=f"s3://{bucket.bucket_name}/{config.parquet_results_prefix}",
         )
         self.policy = iam.ManagedPolicy(
             self,
@@ -125,3 +122,35 @@ class Query(Construct):
                 sid="WriteAndReadResults", actions=RESULTS_ACTIONS, resources=[bucket.arn_for_objects(f"{results}*")]
             ),
         ]
+
+
+def _workgroup(
+    scope: Construct, id: str, *, name: str, description: str, cutoff: int, output_location: str
+) -> athena.CfnWorkGroup:
+    """A workgroup whose configuration is enforced: its results go to ``output_location``, encrypted, in a bucket of
+    this account; a query scanning more than ``cutoff`` bytes is cancelled. Both of the stack's are built here."""
+    return athena.CfnWorkGroup(
+        scope,
+        id,
+        name=name,
+        description=description,
+        state="ENABLED",
+        # Deleting the stack deletes the workgroup even if someone saved queries in it;
+        # the results themselves are objects in the retained bucket, expired by its lifecycle.
+        recursive_delete_option=True,
+        work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
+            enforce_work_group_configuration=True,
+            bytes_scanned_cutoff_per_query=cutoff,
+            publish_cloud_watch_metrics_enabled=True,
+            requester_pays_enabled=False,
+            engine_version=athena.CfnWorkGroup.EngineVersionProperty(selected_engine_version="AUTO"),
+            result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
+                output_location=output_location,
+                encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
+                    encryption_option="SSE_S3"
+                ),
+                # Athena refuses to write results if the bucket changed hands.
+                expected_bucket_owner=Stack.of(scope).account,
+            ),
+        ),
+    )

@@ -82,6 +82,10 @@ class SluiceStack(Stack):
             "GlueDatabase": (query.catalog.database.ref, "A table per crawl over its runs' records"),
             "QueryWorkgroup": (query.workgroup.ref, "The Athena workgroup to query the output in"),
             "QueryPolicy": (query.policy.managed_policy_arn, "Attach to whoever queries the output"),
+            "ParquetCopyWorkgroup": (
+                query.copy_workgroup.ref,
+                "The Athena workgroup of the runs' Parquet copies (the finalizer's, not for queries)",
+            ),
         }
         for name, (value, description) in outputs.items():
             CfnOutput(self, name, value=value, description=description)

@@ -30,6 +30,7 @@ from infra.stack import SluiceStack
 from moto import mock_aws
 from moto.athena.models import athena_backends
 
+from sluice.adapters.aws.athena import AthenaQueries
 from sluice.adapters.aws.clients import client
 from sluice.domain.layout import summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
@@ -76,13 +77,13 @@ class GrantedStack:
 
     def __init__(self, settings: Settings, keys: dict[str, grants.Keys], policies: dict[str, Any]) -> None:
         self.settings, self.keys = settings, keys
-        self.tables = {name: grants.TableCheck(document) for name, document in policies.items()}
+        self.checks = {name: grants.ResourceCheck(document) for name, document in policies.items()}
         self.finalize_requests: list[dict[str, object]] = []
 
     def as_function(self, function: str, call: Callable[[], Any]) -> Any:
         """``call`` with the function's keys and services built on them (a cold start with that role)."""
         name = DEFAULT.name(function)
-        with grants.acting_as(self.keys[name], self.tables[name]):
+        with grants.acting_as(self.keys[name], self.checks[name]):
             bootstrap.install(
                 bootstrap.aws_services(
                     self.settings, finalize_later=self.finalize_requests.append, continue_start=lambda _: None
@@ -226,7 +227,7 @@ def test_a_first_and_a_nightly_run_need_nothing_the_roles_do_not_grant(granted: 
     assert nightly["pages"]["not_modified"] == 3
     assert nightly["records"]["total"] == 60
     assert nightly["verdict"]["healthy"] is True
-    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+    assert {name: check.refused for name, check in granted.checks.items()} == {n: [] for n in granted.checks}
 
 
 def test_a_run_seeded_from_sitemaps_and_its_nightly_need_nothing_the_roles_do_not_grant(
@@ -246,7 +247,7 @@ def test_a_run_seeded_from_sitemaps_and_its_nightly_need_nothing_the_roles_do_no
     nightly = granted.run("mapped")
     assert nightly["pages"]["not_due"] == 63
     assert nightly["records"]["total"] == 60
-    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+    assert {name: check.refused for name, check in granted.checks.items()} == {n: [] for n in granted.checks}
 
 
 def test_a_run_whose_host_backlog_waits_in_s3_needs_nothing_the_roles_do_not_grant(
@@ -269,7 +270,7 @@ def test_a_run_whose_host_backlog_waits_in_s3_needs_nothing_the_roles_do_not_gra
     with grants.acting_as(granted.keys[ADMIN]):
         listed = client("s3").list_objects_v2(Bucket=granted.settings.bucket, Prefix="work/crawl=waves/")
     assert any("/backlog/" in o["Key"] for o in listed.get("Contents", []))
-    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+    assert {name: check.refused for name, check in granted.checks.items()} == {n: [] for n in granted.checks}
 
 
 def test_a_typed_run_whose_books_read_their_listings_back_needs_nothing_the_roles_do_not_grant(
@@ -299,7 +300,7 @@ def test_a_typed_run_whose_books_read_their_listings_back_needs_nothing_the_role
         site.set_catalogue(books=60)
     assert nightly["types"]["book"]["changed"] >= 1  # a changed card's price reached its book
     assert nightly["verdict"]["healthy"] is True
-    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+    assert {name: check.refused for name, check in granted.checks.items()} == {n: [] for n in granted.checks}
 
 
 def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract_runs_as_the_operator(
@@ -316,8 +317,8 @@ def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract
     assert first["records"]["total"] == 60
     nightly = granted_archive.run()  # carried pages keep the first run's archive references
     assert nightly["pages"]["not_modified"] == 3
-    assert {name: check.refused for name, check in granted_archive.tables.items()} == {
-        n: [] for n in granted_archive.tables
+    assert {name: check.refused for name, check in granted_archive.checks.items()} == {
+        n: [] for n in granted_archive.checks
     }
     with grants.acting_as(granted_archive.keys[ADMIN]):
         services = bootstrap.aws_services(
@@ -333,10 +334,10 @@ def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract
 
 
 def _executions(granted: GrantedStack) -> list[dict[str, Any]]:
-    """The workgroup's queries, read as the operator."""
+    """The Parquet copy's workgroup's queries, read as the operator."""
     with grants.acting_as(granted.keys[ADMIN]):
         athena = client("athena")
-        ids = athena.list_query_executions(WorkGroup=DEFAULT.workgroup)["QueryExecutionIds"]
+        ids = athena.list_query_executions(WorkGroup=DEFAULT.parquet_workgroup)["QueryExecutionIds"]
         return [athena.get_query_execution(QueryExecutionId=i)["QueryExecution"] for i in ids]
 
 
@@ -348,8 +349,9 @@ def _copy_state(granted: GrantedStack, run_id: str) -> dict[str, Any]:
 
 
 def test_a_finalized_run_starts_its_parquet_copy_once_with_the_finalizers_role(granted: GrantedStack) -> None:
-    """One UNLOAD of the run's records, in the stack's workgroup and database, into the run's parquet/ folder;
-    a redelivered finalizer event and a sweep start nothing more; the sweep records how the query ended."""
+    """One UNLOAD of the run's records, in the copy's own workgroup (cut off past a whole large run, not at the
+    users' 20 GB) and the stack's database, into the run's parquet/ folder; a redelivered finalizer event and a
+    sweep start nothing more; the sweep records how the query ended."""
     run_id = granted.run()["run_id"]
     bucket = granted.settings.bucket
     (query,) = _executions(granted)
@@ -358,7 +360,15 @@ def test_a_finalized_run_starts_its_parquet_copy_once_with_the_finalizers_role(g
         "TO 's3://BUCKET/runs/crawl=granted/run=RUN/parquet/' WITH (format = 'PARQUET', compression = 'ZSTD')"
     )
     assert query["Query"] == expected.replace("RUN", run_id).replace("BUCKET", bucket)
-    assert (query["WorkGroup"], query["QueryExecutionContext"]) == ("sluice-dev-query", {"Database": "sluice_dev"})
+    assert (query["WorkGroup"], query["QueryExecutionContext"]) == (
+        "sluice-dev-parquet-copy",
+        {"Database": "sluice_dev"},
+    )
+    with grants.acting_as(granted.keys[ADMIN]):
+        athena = client("athena")
+        assert athena.list_query_executions(WorkGroup=DEFAULT.workgroup)["QueryExecutionIds"] == []  # the users' 20 GB
+        configuration = athena.get_work_group(WorkGroup=query["WorkGroup"])["WorkGroup"]["Configuration"]
+    assert configuration["BytesScannedCutoffPerQuery"] == DEFAULT.parquet_scan_limit_gb * 1_000_000_000
     state = _copy_state(granted, run_id)
     assert (state["status"], state["generation"]) == ("RUNNING", "finalized")
     assert [t["query_id"] for t in state["tables"]] == [query["QueryExecutionId"]]
@@ -371,7 +381,7 @@ def test_a_finalized_run_starts_its_parquet_copy_once_with_the_finalizers_role(g
     state = _copy_state(granted, run_id)
     assert state["status"] == "SUCCEEDED"  # moto's query ends at once; the sweep read it with GetQueryExecution
     assert state["tables"][0]["state"] == "SUCCEEDED"
-    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+    assert {name: check.refused for name, check in granted.checks.items()} == {n: [] for n in granted.checks}
 
 
 def test_a_copy_never_started_is_started_by_the_sweep_and_its_failure_recorded(granted: GrantedStack) -> None:
@@ -412,7 +422,7 @@ def test_a_copy_never_started_is_started_by_the_sweep_and_its_failure_recorded(g
     granted.as_function("finalizer", lambda: finalizer.handler({}, _context("finalizer")))  # settled: left as is
     assert _copy_state(granted, run_id)["status"] == "FAILED"
     assert len(_executions(granted)) == 2
-    assert {name: check.refused for name, check in granted.tables.items()} == {n: [] for n in granted.tables}
+    assert {name: check.refused for name, check in granted.checks.items()} == {n: [] for n in granted.checks}
 
 
 def test_athenas_writes_for_the_copy_are_granted_to_the_finalizer_and_nothing_beside(granted: GrantedStack) -> None:
@@ -424,7 +434,7 @@ def test_athenas_writes_for_the_copy_are_granted_to_the_finalizer_and_nothing_be
     def athena_writes() -> None:
         s3 = client("s3")
         s3.put_object(Bucket=bucket, Key=target, Body=b"PAR1")
-        s3.put_object(Bucket=bucket, Key=f"{DEFAULT.query_results_prefix}q-manifest.csv", Body=b"")
+        s3.put_object(Bucket=bucket, Key=f"{DEFAULT.parquet_results_prefix}q-manifest.csv", Body=b"")
         s3.get_bucket_location(Bucket=bucket)
 
     granted.as_function("finalizer", athena_writes)
@@ -432,7 +442,28 @@ def test_athenas_writes_for_the_copy_are_granted_to_the_finalizer_and_nothing_be
     def write_seeds() -> None:
         client("s3").put_object(Bucket=bucket, Key=f"seeds/{CRAWL}/urls.txt", Body=b"")
 
+    def read_users_results() -> None:
+        client("s3").get_object(Bucket=bucket, Key=f"{DEFAULT.query_results_prefix}someones-query.csv")
+
     with pytest.raises(ClientError, match="AccessDenied"):
         granted.as_function("finalizer", write_seeds)
     with pytest.raises(ClientError, match="AccessDenied"):
+        granted.as_function("finalizer", read_users_results)
+    with pytest.raises(ClientError, match="AccessDenied"):
         granted.as_function("fetcher", athena_writes)
+
+
+def test_the_finalizer_may_not_start_a_query_in_the_users_20_gb_workgroup(granted: GrantedStack) -> None:
+    """Its grant is on the copy's workgroup only: an UNLOAD started in the users' workgroup (whose cut-off would
+    cancel a large run's copy) is refused, one in the copy's is not."""
+
+    def start_in(workgroup: str) -> str:
+        engine = AthenaQueries(workgroup, DEFAULT.glue_database)
+        return engine.start("SELECT 1", "t" * 32)
+
+    with pytest.raises(PermissionError, match=f"workgroup/{DEFAULT.workgroup}"):
+        granted.as_function("finalizer", lambda: start_in(DEFAULT.workgroup))
+    assert granted.as_function("finalizer", lambda: start_in(DEFAULT.parquet_workgroup))
+    assert granted.checks[DEFAULT.finalizer_function].refused == [
+        f"athena:StartQueryExecution on arn:aws:athena:{REGION}:{ACCOUNT}:workgroup/{DEFAULT.workgroup}"
+    ]

@@ -45,6 +45,7 @@ def _expected(stack: SluiceStack) -> dict[str, str]:
         "GlueDatabase": f"<{stack.get_logical_id(stack.catalog.database)}>",
         "QueryWorkgroup": f"<{stack.get_logical_id(stack.query.workgroup)}>",
         "QueryPolicy": _ref(stack, stack.query.policy),
+        "ParquetCopyWorkgroup": f"<{stack.get_logical_id(stack.query.copy_workgroup)}>",
     }
 
 
@@ -65,6 +66,7 @@ def _expected(stack: SluiceStack) -> dict[str, str]:
         "GlueDatabase",
         "QueryWorkgroup",
         "QueryPolicy",
+        "ParquetCopyWorkgroup",
     ],
 )
 def test_output_points_at_its_resource(stack: SluiceStack, outputs: dict[str, Any], name: str) -> None:

@@ -3,9 +3,11 @@ and the ``_parquet`` tables over the copy (columns, partitions, projection, SerD
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+import pytest
 from infra.catalog import parquet_columns
 from infra.config import DEFAULT
 from infra.crawls import deployed_specs
@@ -31,14 +33,40 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def test_the_finalizer_starts_and_reads_queries_in_the_workgroup_only(resources: dict[str, Any]) -> None:
+def test_the_finalizer_starts_and_reads_queries_in_the_copys_workgroup_only(resources: dict[str, Any]) -> None:
     athena = [s for s in _finalizer_statements(resources) if any(a.startswith("athena:") for a in _listed(s["Action"]))]
     assert [(sorted(_listed(s["Action"])), [render(r) for r in _listed(s["Resource"])]) for s in athena] == [
         (
             ["athena:GetQueryExecution", "athena:StartQueryExecution"],
-            [f"{ARN.format(service='athena')}:workgroup/sluice-dev-query"],
+            [f"{ARN.format(service='athena')}:workgroup/sluice-dev-parquet-copy"],
         )
-    ]
+    ]  # not the users' sluice-dev-query, whose 20 GB cut-off would cancel a large run's copy
+
+
+def _workgroups(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        r["Properties"]["Name"]: r["Properties"]["WorkGroupConfiguration"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Athena::WorkGroup"
+    }
+
+
+def test_the_copy_runs_where_a_ten_million_page_run_fits_and_the_users_keep_their_20_gb(
+    resources: dict[str, Any],
+) -> None:
+    """The workgroup the finalizer is told (SLUICE_WORKGROUP) cuts a query off past a 10M-page night of JSON Lines
+    (6.5 KB a page, docs/querying.md), with room; the users' workgroup still cuts theirs off at 20 GB."""
+    (finalizer,) = (
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("FunctionName") == DEFAULT.finalizer_function
+    )
+    workgroups = _workgroups(resources)
+    copy = workgroups[finalizer["Environment"]["Variables"]["SLUICE_WORKGROUP"]]
+    ten_million_pages = 10_000_000 * 6_500
+    assert copy["BytesScannedCutoffPerQuery"] == DEFAULT.parquet_scan_limit_gb * 1_000_000_000 == 150_000_000_000
+    assert copy["BytesScannedCutoffPerQuery"] >= 2 * ten_million_pages
+    assert workgroups[DEFAULT.workgroup]["BytesScannedCutoffPerQuery"] == 20_000_000_000
 
 
 def test_the_finalizer_reads_only_the_json_tables_its_unload_selects_from(resources: dict[str, Any]) -> None:
@@ -69,7 +97,7 @@ def test_every_function_is_told_the_workgroup_and_database(resources: dict[str, 
     for function in named:
         variables = function["Environment"]["Variables"]
         assert (variables["SLUICE_WORKGROUP"], variables["SLUICE_GLUE_DATABASE"]) == (
-            DEFAULT.workgroup,
+            DEFAULT.parquet_workgroup,
             DEFAULT.glue_database,
         )
 
@@ -125,3 +153,17 @@ def test_over_every_type_a_column_two_types_type_differently_is_left_out() -> No
         ("_type", "string"),
         ("title", "string"),
     ]
+
+
+@pytest.mark.parametrize("value", [0, -5, 10_001, 2.5, "150"])
+def test_a_parquet_scan_limit_out_of_range_is_refused_naming_the_setting(value: object) -> None:
+    with pytest.raises(ValueError, match=r"^parquet_scan_limit_gb .*: whole gigabytes from 1 to 10,000 "):
+        dataclasses.replace(DEFAULT, parquet_scan_limit_gb=value)
+
+
+def test_the_parquet_scan_limit_sets_the_copys_cut_off_and_leaves_the_users() -> None:
+    config = dataclasses.replace(DEFAULT, parquet_scan_limit_gb=400)
+    assert (config.parquet_bytes_scanned_cutoff, config.query_bytes_scanned_cutoff) == (
+        400_000_000_000,
+        20_000_000_000,
+    )

@@ -19,10 +19,21 @@ def _of_type(resources: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [r["Properties"] for r in resources.values() if r["Type"] == kind]
 
 
+def _workgroup(resources: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = (w for w in _of_type(resources, "AWS::Athena::WorkGroup") if w["Name"] == name)
+    return found
+
+
 @pytest.fixture(scope="module")
 def workgroup(resources: dict[str, Any]) -> dict[str, Any]:
-    (found,) = _of_type(resources, "AWS::Athena::WorkGroup")
-    return found
+    """The users' workgroup."""
+    return _workgroup(resources, DEFAULT.workgroup)
+
+
+@pytest.fixture(scope="module", params=["query", "parquet-copy"])
+def each_workgroup(request: pytest.FixtureRequest, resources: dict[str, Any]) -> dict[str, Any]:
+    """The users' workgroup, and the Parquet copy's: both hold the same rules for results."""
+    return _workgroup(resources, DEFAULT.name(request.param))
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +66,14 @@ def test_workgroup_is_named_for_the_stage(workgroup: dict[str, Any]) -> None:
     assert workgroup["Name"] == DEFAULT.workgroup == "sluice-dev-query"
 
 
-def test_workgroup_enforces_its_configuration_over_the_clients(workgroup: dict[str, Any]) -> None:
-    assert workgroup["WorkGroupConfiguration"]["EnforceWorkGroupConfiguration"] is True
+def test_the_stack_has_two_workgroups_the_users_and_the_parquet_copys(resources: dict[str, Any]) -> None:
+    names = sorted(w["Name"] for w in _of_type(resources, "AWS::Athena::WorkGroup"))
+    assert names == sorted([DEFAULT.workgroup, DEFAULT.parquet_workgroup])
+    assert names == ["sluice-dev-parquet-copy", "sluice-dev-query"]
+
+
+def test_workgroup_enforces_its_configuration_over_the_clients(each_workgroup: dict[str, Any]) -> None:
+    assert each_workgroup["WorkGroupConfiguration"]["EnforceWorkGroupConfiguration"] is True
 
 
 def test_workgroup_cuts_a_query_off_at_the_configured_scan_limit(workgroup: dict[str, Any]) -> None:
@@ -65,8 +82,8 @@ def test_workgroup_cuts_a_query_off_at_the_configured_scan_limit(workgroup: dict
     assert cutoff >= 10_000_000  # Athena's smallest allowed cutoff
 
 
-def test_workgroup_encrypts_its_results(workgroup: dict[str, Any]) -> None:
-    results = workgroup["WorkGroupConfiguration"]["ResultConfiguration"]
+def test_workgroup_encrypts_its_results(each_workgroup: dict[str, Any]) -> None:
+    results = each_workgroup["WorkGroupConfiguration"]["ResultConfiguration"]
     assert results["EncryptionConfiguration"] == {"EncryptionOption": "SSE_S3"}
     assert results["ExpectedBucketOwner"] == {"Ref": "AWS::AccountId"}
 
@@ -78,8 +95,19 @@ def test_workgroup_writes_results_under_the_results_prefix_of_the_records_bucket
     assert location == f"s3://{bucket_ref}/{DEFAULT.query_results_prefix}"
 
 
-def test_workgroup_runs_the_engine_version_athena_chooses(workgroup: dict[str, Any]) -> None:
-    assert workgroup["WorkGroupConfiguration"]["EngineVersion"] == {"SelectedEngineVersion": "AUTO"}
+def test_the_parquet_copys_workgroup_writes_its_results_in_a_folder_of_the_query_results(
+    resources: dict[str, Any], bucket_ref: str
+) -> None:
+    """Inside the query results, so their lifecycle expires the copy's manifests too; a folder of its own, so the
+    finalizer's grant reaches no user's results."""
+    copy = _workgroup(resources, DEFAULT.parquet_workgroup)
+    location = render(copy["WorkGroupConfiguration"]["ResultConfiguration"]["OutputLocation"])
+    assert location == f"s3://{bucket_ref}/{DEFAULT.query_results_prefix}parquet-copy/"
+    assert DEFAULT.parquet_results_prefix.startswith(DEFAULT.query_results_prefix)
+
+
+def test_workgroup_runs_the_engine_version_athena_chooses(each_workgroup: dict[str, Any]) -> None:
+    assert each_workgroup["WorkGroupConfiguration"]["EngineVersion"] == {"SelectedEngineVersion": "AUTO"}
 
 
 def test_query_results_expire(resources: dict[str, Any]) -> None:
@@ -101,6 +129,17 @@ def test_only_the_finalizer_touches_query_results_for_its_parquet_copy(resources
     assert len(touching) == 1
     (role,) = touching
     assert role.startswith("FunctionsFinalizerServiceRole")
+
+
+def test_the_finalizer_reaches_only_its_copys_results_not_the_users(resources: dict[str, Any]) -> None:
+    on_results = {
+        resource
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for _, resource in _grants(r["Properties"]["PolicyDocument"]["Statement"])
+        if DEFAULT.query_results_prefix in resource
+    }
+    assert {r.split(".Arn/", 1)[1] for r in on_results} == {f"{DEFAULT.parquet_results_prefix}*"}
 
 
 # -- the query policy ----------------------------------------------------------------------------

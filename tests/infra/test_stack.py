@@ -373,7 +373,15 @@ def _s3_grants(resources: dict[str, Any], function: str) -> dict[str, set[str]]:
                     grants.setdefault(f"list:{prefix}", set()).update(s3)
                 continue
             for resource in map(json.dumps, _resources(statement)):
-                prefixes = ("work/*/finalize/", "work/", "runs/", "seeds/", "archive/", DEFAULT.query_results_prefix)
+                prefixes = (
+                    "work/*/finalize/",
+                    "work/",
+                    "runs/",
+                    "seeds/",
+                    "archive/",
+                    DEFAULT.parquet_results_prefix,
+                    DEFAULT.query_results_prefix,
+                )
                 prefix = next((p for p in prefixes if f"/{p}*" in resource), "bucket")
                 grants.setdefault(prefix, set()).update(s3)
     return grants
@@ -400,14 +408,14 @@ def test_each_function_gets_exactly_the_object_actions_its_step_uses(resources: 
         "list:work/*": {"s3:ListBucket"},
         "list:runs/*": {"s3:ListBucket"},
         # The Parquet copy's UNLOAD, run with the finalizer's role: its files go to runs/*/parquet/ (granted
-        # above, with the output), its manifest and metadata to the workgroup's results.
-        DEFAULT.query_results_prefix: {
+        # above, with the output), its manifest and metadata to the copy workgroup's results (not the users').
+        DEFAULT.parquet_results_prefix: {
             "s3:GetObject",
             "s3:PutObject",
             "s3:AbortMultipartUpload",
             "s3:ListMultipartUploadParts",
         },
-        f"list:{DEFAULT.query_results_prefix}*": {"s3:ListBucket"},
+        f"list:{DEFAULT.parquet_results_prefix}*": {"s3:ListBucket"},
         "bucket": {"s3:GetBucketLocation"},
     }
 

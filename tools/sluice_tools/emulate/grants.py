@@ -8,9 +8,10 @@ fails the way it would on AWS: AccessDenied.
 
 moto matches a statement's resources for S3 and SQS (it knows the bucket, key and queue a call
 names) but not for DynamoDB, Secrets Manager, SSM, Athena or Glue, where it checks the action only.
-So DynamoDB statements go to moto with any resource, and :class:`TableCheck` checks each DynamoDB
+So DynamoDB statements go to moto with any resource, and :class:`ResourceCheck` checks each DynamoDB
 call's tables against the role's own statements on the client side, with IAM's rules for batches
-and transactions (each item's action on its table).
+and transactions (each item's action on its table), and each Athena query start's workgroup (a role
+granted one workgroup cannot start a query in another).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def _for_moto(document: Mapping[str, Any]) -> dict[str, Any]:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         if all(a.startswith("dynamodb:") for a in actions):
             # moto authorizes a transaction as an action of its own, which IAM has not (it checks
-            # each item's action, as TableCheck does): name it where the item actions are granted.
+            # each item's action, as ResourceCheck does): name it where the item actions are granted.
             if {"dynamodb:PutItem", "dynamodb:UpdateItem"} & set(actions):
                 actions = [*actions, "dynamodb:TransactWriteItems"]
             if "dynamodb:GetItem" in actions:
@@ -181,15 +182,24 @@ def table_actions(operation: str, params: Mapping[str, Any]) -> list[tuple[str, 
     return [(f"dynamodb:{operation}", params["TableName"])] if "TableName" in params else []
 
 
-class TableCheck:
-    """Each DynamoDB call's tables checked against a role's statements; what was refused, kept."""
+def workgroup_actions(operation: str, params: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(action, workgroup ARN)`` for an Athena call that names its workgroup (a start: Athena's default
+    workgroup, ``primary``, when it names none)."""
+    if operation != "StartQueryExecution":
+        return []
+    workgroup = params.get("WorkGroup", "primary")
+    return [(f"athena:{operation}", f"arn:aws:athena:{REGION}:{ACCOUNT}:workgroup/{workgroup}")]
+
+
+class ResourceCheck:
+    """Each DynamoDB call's tables, and each Athena start's workgroup, checked against a role's statements (what
+    moto does not match); what was refused, kept."""
 
     def __init__(self, document: Mapping[str, Any]) -> None:
         self.statements: Sequence[Mapping[str, Any]] = document["Statement"]
         self.refused: list[str] = []
 
-    def allows(self, action: str, table: str) -> bool:
-        arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}"
+    def allows(self, action: str, arn: str) -> bool:
         for statement in self.statements:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
@@ -203,21 +213,28 @@ class TableCheck:
 
     def before_parameter_build(self, params: Mapping[str, Any], model: Any, **_: Any) -> None:
         for action, table in table_actions(model.name, params):
-            if not self.allows(action, table):
+            if not self.allows(action, f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}"):
                 self.refused.append(f"{action} on table {table}")
                 raise PermissionError(f"the role does not grant {action} on table {table}")
 
+    def before_athena_call(self, params: Mapping[str, Any], model: Any, **_: Any) -> None:
+        for action, workgroup in workgroup_actions(model.name, params):
+            if not self.allows(action, workgroup):
+                self.refused.append(f"{action} on {workgroup}")
+                raise PermissionError(f"the role does not grant {action} on {workgroup}")
+
 
 @contextmanager
-def acting_as(keys: Keys, tables: TableCheck | None = None) -> Iterator[None]:
+def acting_as(keys: Keys, checks: ResourceCheck | None = None) -> Iterator[None]:
     """Calls made inside use ``keys`` (clients are made anew, and again after: callers rebuild theirs)."""
     names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
     before = {name: os.environ.get(name) for name in names}
     os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = keys.access_key_id, keys.secret_access_key
     os.environ.pop("AWS_SESSION_TOKEN", None)
     reset()
-    if tables is not None:  # the cached client every adapter will use, checked before each call
-        client("dynamodb").meta.events.register("before-parameter-build.dynamodb", tables.before_parameter_build)
+    if checks is not None:  # the cached clients every adapter will use, checked before each call
+        client("dynamodb").meta.events.register("before-parameter-build.dynamodb", checks.before_parameter_build)
+        client("athena").meta.events.register("before-parameter-build.athena", checks.before_athena_call)
     try:
         yield
     finally:

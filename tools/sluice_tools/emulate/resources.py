@@ -73,14 +73,7 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
         )
     bucket = config.bucket_name(ACCOUNT, REGION)
     s3.create_bucket(Bucket=bucket)
-    # The workgroup the finalizer starts each run's Parquet copy in (moto records the UNLOAD, runs no SQL).
-    client("athena").create_work_group(
-        Name=config.workgroup,
-        Configuration={
-            "ResultConfiguration": {"OutputLocation": f"s3://{bucket}/{config.query_results_prefix}"},
-            "EnforceWorkGroupConfiguration": True,
-        },
-    )
+    _workgroups(config, bucket)
     return Settings.model_validate(
         {
             **config.function_settings(),
@@ -96,6 +89,28 @@ def create_resources(config: StackConfig, specs_dir: Path, *, allow_loopback: bo
             "allow_loopback": allow_loopback,
         }
     )
+
+
+def _workgroups(config: StackConfig, bucket: str) -> None:
+    """The stack's two Athena workgroups, as infra/query.py makes them: the users', cut off at
+    ``query_scan_limit_gb``, and the Parquet copy's, which the finalizer starts each run's UNLOAD in, cut off at
+    ``parquet_scan_limit_gb`` (moto records the queries and keeps the settings; it runs no SQL and cuts nothing)."""
+    athena = client("athena")
+    for name, cutoff, results in (
+        (config.workgroup, config.query_bytes_scanned_cutoff, config.query_results_prefix),
+        (config.parquet_workgroup, config.parquet_bytes_scanned_cutoff, config.parquet_results_prefix),
+    ):
+        athena.create_work_group(
+            Name=name,
+            Configuration={
+                "ResultConfiguration": {
+                    "OutputLocation": f"s3://{bucket}/{results}",
+                    "EncryptionConfiguration": {"EncryptionOption": "SSE_S3"},
+                },
+                "EnforceWorkGroupConfiguration": True,
+                "BytesScannedCutoffPerQuery": cutoff,
+            },
+        )
 
 
 def _finalize_queues(sqs: Any, config: StackConfig) -> str:

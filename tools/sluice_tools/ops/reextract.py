@@ -106,7 +106,7 @@ def copy_again(stage: Stage, spec: CrawlSpec, run_id: str) -> CopyState:
         keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
         if keys:  # a page lists at most 1,000 keys, what one delete takes
             s3.delete_objects(Bucket=stage.bucket, Delete={"Objects": keys, "Quiet": True})
-    engine = AthenaQueries(stage.config.workgroup, stage.config.glue_database)
+    engine = AthenaQueries(stage.config.parquet_workgroup, stage.config.glue_database)
     generation = f"reextract-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
     return start_copy(engine, S3Objects(stage.bucket), spec, stage.bucket, run_id, generation=generation)
 
