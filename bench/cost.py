@@ -2,12 +2,16 @@
 
     .venv/bin/python -m bench.cost                 # demo crawl and link-heavy crawl, first and nightly runs
     .venv/bin/python -m bench.cost --pages 500     # smaller (the figures per million pages barely move)
+    .venv/bin/python -m bench.cost --pages 100 --docs 100 --types 5 --copy-scan-only
+                                                   # only the Parquet copy's scan, into the last report
 
 Each scenario runs the real Lambda handlers on moto (``sluice run --emulate-aws``) against the demo
 site on 127.0.0.1 with 300 ms of latency: every botocore call is metered (requests by operation,
 DynamoDB units from item sizes, failed conditions included, S3 request classes, SQS 64 KB chunks)
 and each handler invocation is timed. Lambda is priced at the measured invocation time and the
-stack's memory. The result is written to bench/results/cost-latest.json and docs/costs.md.
+stack's memory. The finalizer's Parquet copy (an Athena ``UNLOAD`` a table) is metered as calls, and its
+scan, which moto does not run, is measured from the run's JSON Lines objects (``bench/parquet_copy_cost.py``).
+The result is written to bench/results/cost-latest.json and docs/costs.md.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -27,10 +32,10 @@ from typing import Any
 import yaml
 from infra.config import DEFAULT
 
-from bench import cost_report, egress_cost
+from bench import cost_report, egress_cost, parquet_copy_cost
 from sluice.domain.cost import US_EAST_1
 from sluice.handlers import fetcher, finalizer, scheduler
-from sluice.spec import parse_spec
+from sluice.spec import CrawlSpec, parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate import runner as emulated
 from sluice_tools.meter.aws_meter import AwsMeter
@@ -178,6 +183,9 @@ def run_scenario(
     cost = price(tally, lambda_gb_s=sum(gb_s.values()), lambda_invocations=invocations, log_bytes=log_bytes)
     pages = run.summary["pages"]
     done = pages["fetched"] + pages["not_modified"] + pages["failed"] + pages["skipped"]
+    copy = _parquet_copy(folder / "state", spec, run.run_id, run.summary, tally.operations) | {"pages": done}
+    lines = cost.as_dict() | {"athena_scan": parquet_copy_cost.price(copy["queries"])}
+    lines["total"] += lines["athena_scan"]
     return {
         "label": label,
         "crawl": spec.name,
@@ -188,8 +196,9 @@ def run_scenario(
         "records": run.summary["records"]["total"],
         "healthy": run.summary["verdict"]["healthy"],
         "wall_s": round(wall, 2),
-        "cost": cost.as_dict(),
-        "per_million_pages_usd": round(cost.total / max(1, done) * 1e6, 3),
+        "cost": lines,
+        "per_million_pages_usd": round(lines["total"] / max(1, done) * 1e6, 3),
+        "parquet_copy": copy,
         "summary_estimate": run.summary.get("cost"),
         "lambda": {
             "invocations": {f: len(s) for f, s in timings.seconds.items()},
@@ -219,6 +228,30 @@ def run_scenario(
     }
 
 
+def _parquet_copy(
+    state_dir: Path, spec: CrawlSpec, run_id: str, summary: dict[str, Any], operations: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The UNLOADs the finalizer started for the run (one a table, for a run with records) and what each scans,
+    measured from the run's JSON Lines objects (moto runs no SQL)."""
+    started = operations["athena.StartQueryExecution"].requests if "athena.StartQueryExecution" in operations else 0
+    queries = parquet_copy_cost.scanned_bytes(state_dir, spec, run_id) if summary["records"]["total"] else []
+    if started != len(queries):
+        raise RuntimeError(f"{spec.name}: {started} UNLOAD(s) started, {len(queries)} expected (one a table)")
+    return {"started": started, "queries": queries}
+
+
+def _with_copy_scans(scenarios: list[dict[str, Any]], command: str, when: str) -> dict[str, Any]:
+    """The last full report, each scenario given the Parquet copy's scans measured now on the same scenario (with
+    the pages they were measured on), and where they came from: its other figures stay that run's."""
+    report: dict[str, Any] = json.loads((RESULTS / "cost-latest.json").read_text(encoding="utf-8"))
+    measured = {s["label"]: s["parquet_copy"] for s in scenarios}
+    for scenario in report["scenarios"]:
+        scenario["parquet_copy"] = measured[scenario["label"]]
+    report["prices"] = {k: v for k, v in vars(US_EAST_1).items()}
+    report["parquet_copy_from"] = {"command": command, "when": when}
+    return report
+
+
 def _memory() -> dict[str, int]:
     return {
         "scheduler": DEFAULT.scheduler.memory_mb,
@@ -240,6 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         "--types", type=int, default=100, help="listing pages of the typed crawl, 20 book pages each (default 100)"
     )
     parser.add_argument("--no-docs-update", action="store_true", help="do not rewrite docs/costs.md")
+    parser.add_argument(
+        "--copy-scan-only",
+        action="store_true",
+        help="run the scenarios (small sizes do) and add only their Parquet copy's Athena scans to the last"
+        " report (bench/results/cost-latest.json), keeping its other figures; docs/costs.md says so",
+    )
     args = parser.parse_args(argv)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
         os.environ.setdefault(name, "testing")
@@ -304,19 +343,23 @@ def main(argv: list[str] | None = None) -> int:
                 f" SQS {nat['sqs']:,.0f}): + ${fixed['total']:.2f} per million pages with one NAT gateway",
                 flush=True,
             )
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     report = {
         "command": "make cost",
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "when": when,
         "site_latency_ms": LATENCY_MS,
         "workers": WORKERS,
         "memory_mb": _memory(),
         "prices": {k: v for k, v in vars(US_EAST_1).items()},
         "scenarios": scenarios,
     }
+    if args.copy_scan_only:
+        given = " ".join(sys.argv[1:] if argv is None else argv)
+        report = _with_copy_scans(scenarios, f"python -m bench.cost {given}", when)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cost-latest.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if not args.no_docs_update:
-        concurrency = {str(s["crawl"]): int(s["concurrency"]) for s in scenarios}
+        concurrency = {str(s["crawl"]): int(s["concurrency"]) for s in report["scenarios"]}
         (ROOT / "docs" / "costs.md").write_text(cost_report.render(report, concurrency), encoding="utf-8")
         print("wrote docs/costs.md and bench/results/cost-latest.json")
     return 0

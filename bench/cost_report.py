@@ -7,8 +7,9 @@ from typing import Any
 
 from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
 
-from bench import egress_cost
+from bench import egress_cost, parquet_copy_cost
 from bench.finalize_gets_doc import finalize_gets_section
+from sluice.domain.cost import PriceList
 from sluice.metrics import RunMetric
 
 POLLING_USD = 0.26 + 0.21
@@ -40,6 +41,7 @@ LINES = (
     ("lambda_compute", "Lambda compute"),
     ("lambda_requests", "Lambda requests"),
     ("logs", "CloudWatch Logs"),
+    ("athena_scan", "Athena scan (Parquet copy)"),
 )
 
 
@@ -69,12 +71,42 @@ def lambda_model(report: dict[str, Any], scenario: dict[str, Any], concurrency: 
 def per_million(report: dict[str, Any], scenario: dict[str, Any], concurrency: int) -> dict[str, float]:
     """Dollars per million pages per line, with Lambda compute from :func:`lambda_model`."""
     scale = MILLION / max(1, scenario["pages"])
-    lines = {key: scenario["cost"][key] * scale for key, _ in LINES}
+    lines = {key: scenario["cost"].get(key, 0.0) * scale for key, _ in LINES}
+    # Billed by the query, 10 MB at least: each UNLOAD's measured bytes scaled to a million pages, then billed.
+    lines["athena_scan"] = parquet_copy_cost.per_million(scenario, PriceList(**report["prices"]))
     model = lambda_model(report, scenario, concurrency)
     gb_s = model["fetcher"] + model["scheduler"] + model["finalizer"]
     lines["lambda_compute"] = gb_s * report["prices"]["lambda_per_gb_s"]
     lines["total"] = sum(lines[key] for key, _ in LINES)
     return lines
+
+
+def _copy_source(report: dict[str, Any]) -> list[str]:
+    """Where the copy's scan came from when it was measured apart from the rest (a report from before the copy
+    was priced, completed by a smaller run of the same scenarios): said, never blended silently."""
+    source = report.get("parquet_copy_from")
+    if source is None:
+        return []
+    return [
+        f"These scans were measured by `{source['command']}`",
+        f"({source['when']}): the same scenarios on fewer pages, added to the report of the run above",
+        f"({report['when']}); every other figure on this page is that run's.",
+    ]
+
+
+def _copy_rows(report: dict[str, Any], scenarios: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for s in scenarios:
+        copy = s.get("parquet_copy", {})
+        queries, pages = copy.get("queries", []), copy.get("pages", s["pages"])
+        scanned = sum(q["scanned_bytes"] for q in queries)
+        prices = PriceList(**report["prices"])
+        per_million = parquet_copy_cost.per_million(s, prices)
+        rows.append(
+            f"| {s['label']} | {pages:,} | {len(queries)} | {scanned:,} bytes | {scanned / max(1, pages):,.0f} |"
+            f" ${parquet_copy_cost.price(queries, prices=prices):.5f} | {_usd(per_million)} |"
+        )
+    return rows
 
 
 def _price(value: float) -> str:
@@ -108,9 +140,10 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         f"SQS {_price(prices['sqs_per_million'])} per million requests; Lambda arm64"
         f" {_price(prices['lambda_per_gb_s'])} per GB-s and {_price(prices['lambda_per_million_requests'])} per"
         " million requests;",
-        f"CloudWatch Logs {_price(prices['logs_per_gb'])} per GB. Memory: scheduler"
-        f" {report['memory_mb']['scheduler']} MB, fetcher {report['memory_mb']['fetcher']} MB, finalizer"
-        f" {report['memory_mb']['finalizer']} MB.",
+        f"CloudWatch Logs {_price(prices['logs_per_gb'])} per GB; Athena"
+        f" {_price(prices.get('athena_per_tb_scanned', 5.0))} per TB scanned, each query at least 10 MB.",
+        f"Memory: scheduler {report['memory_mb']['scheduler']} MB, fetcher {report['memory_mb']['fetcher']} MB,"
+        f" finalizer {report['memory_mb']['finalizer']} MB.",
         "",
         "## Per million pages",
         "",
@@ -131,7 +164,10 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "",
         "Each figure is the run's metered calls scaled to a million pages (they grow linearly: a run's",
         "fixed part is a handful of calls), with Lambda compute at the stated latency, the spec's concurrency",
-        "and the memory above, as the next section computes it.",
+        "and the memory above, as the next section computes it. The Athena line is the run's Parquet copy",
+        "(`sluice/pipeline/columnar.py`): one `UNLOAD` a table, started by the finalizer, which reads every byte",
+        "of the run's JSON Lines. moto runs no SQL, so its scan is the size of the JSON Lines objects under each",
+        "copied table's location, as the run wrote them (see [the copy's scan](#the-parquet-copys-athena-scan)).",
         "",
         "### By line, per million pages",
         "",
@@ -196,11 +232,24 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "listings its books name (a strongly consistent `Query` per listing, 16 at a time), so a price changed",
         "on a listing reaches the book (docs/spec.md#types): most of its `Query` calls are those.",
         "",
+        "## The Parquet copy's Athena scan",
+        "",
+        "Measured from each run's objects: the bytes of its JSON Lines files each `UNLOAD` reads (Athena reads",
+        "a JSON file whole), billed a query at a time: rounded up to the next MB, at least 10 MB,"
+        f" {_price(prices.get('athena_per_tb_scanned', 5.0))} per TB",
+        "(`bench/parquet_copy_cost.py`). A million pages is each query's bytes scaled, then billed.",
+        *_copy_source(report),
+        "",
+        "| run | pages | UNLOADs (one a table) | JSON Lines scanned | bytes a page | that run | per million pages |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *_copy_rows(report, scenarios),
+        "",
         "## The run's own estimate",
         "",
         "Every run's `summary.json` (and `sluice run`'s summary) carries `cost`: the finalizer's estimate from",
         "the run's own counts (result sizes, claims, batches, parts, output bytes, time pages waited on the",
-        "site) at these prices. Beside the metered figure for the same run:",
+        "site) at these prices; it leaves out the Parquet copy's Athena scan (the copy is started after the",
+        "summary is written). Beside the metered figure for the same run:",
         "",
         "| run | metered | the summary's estimate |",
         "|---|---:|---:|",
@@ -229,7 +278,7 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "| idle queue polling | each event source (frontier, finalize shards) long-polls (20 s): "
         "about 5 pollers × 3 a minute "
         f"| ≈ ${POLLING_USD:.2f} |",
-        "| tables, queues, schedules, functions, Glue tables, Athena workgroup at rest | | $0 |",
+        "| tables, queues, schedules, functions, Glue tables, Athena workgroups at rest | | $0 |",
         f"| **total for one scheduled crawl** | | **≈ ${fixed_usd:.2f}** |",
         "",
         "Storage: a run's URL entries (about 700 bytes a page) live 15 days in DynamoDB ($0.25 per GB-month):",

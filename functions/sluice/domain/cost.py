@@ -50,6 +50,9 @@ class PriceList:
     interface_endpoint_per_gb: float = 0.01
     vended_logs_per_gb: float = 0.50
     """VPC flow logs delivered to CloudWatch Logs."""
+    athena_per_tb_scanned: float = 5.0
+    """Athena SQL queries (the Parquet copy's ``UNLOAD``, one a table a run): bytes scanned, each query rounded up
+    to the next MB with a 10 MB minimum (``make cost`` prices it, ``bench/parquet_copy_cost.py``)."""
 
 
 US_EAST_1 = PriceList()
