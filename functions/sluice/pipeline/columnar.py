@@ -48,7 +48,8 @@ class QueryRefused(RuntimeError):
 
 
 class QueryEngine(Protocol):
-    """Athena as the copy uses it: start a statement in the stack's workgroup, read a query's state."""
+    """Athena as the copy uses it: start a statement in the copy's workgroup (its scan cut-off sized to a whole run,
+    ``parquet_scan_limit_gb``; not the users' query workgroup), read a query's state."""
 
     def start(self, sql: str, token: str) -> str:
         """Start ``sql``; the same ``token`` again returns the same query (Athena's idempotency token)."""
@@ -291,7 +292,7 @@ def _alert(state: CopyState) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ParquetCopy:
-    """Where the stack copies runs as Parquet: Athena in its workgroup, into the records bucket."""
+    """Where the stack copies runs as Parquet: Athena in the copy's own workgroup, into the records bucket."""
 
     engine: QueryEngine
     bucket: str
