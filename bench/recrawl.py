@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sluice.domain.clock import ShiftedClock
 from sluice.domain.recrawl import DAY_S
 from sluice.spec import load_spec
 from sluice_tools.demosite import running_demo_site
@@ -34,16 +34,6 @@ from sluice_tools.demosite.threaded import RunningDemoSite
 from sluice_tools.runner.local import LocalFleet
 
 DEMO_SPEC = Path("crawls/demo-books.yaml")
-
-
-class Clock:
-    """Real time plus the nights played so far."""
-
-    def __init__(self) -> None:
-        self.offset_s = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset_s
 
 
 def _listings(base_url: str) -> dict[str, Any]:
@@ -94,14 +84,14 @@ def _play(
             data = {**data, "recrawl": recrawl}
         (specs / f"{data['name']}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
         spec = load_spec(specs / f"{data['name']}.yaml")
-        clock = Clock()
+        clock = ShiftedClock()  # real time plus the nights played so far
         fleet = LocalFleet(specs, Path(tmp) / "state", workers=4, allow_loopback=True, clock=clock)
         since: dict[int, int] = {}  # book id -> the night its price (as the site has it) took effect
         late: Counter[int] = Counter()  # nights a change took to reach the output -> changes
         nights = []
         for night in range(1, args.nights + 1):
-            clock.offset_s = (night - 1) * DAY_S
             if night > 1:
+                clock.advance(DAY_S)
                 site.set_catalogue(books=args.books, version=night - 1, changed_fraction=args.changed)
             for book in site.catalogue.books:
                 if book.changed_in == night - 1 and night > 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from sluice.domain.hosts import HostState
@@ -24,9 +24,17 @@ class RunLedger(Protocol):
     """Runs and the one-run-at-a-time lock of each crawl."""
 
     def open_run(
-        self, crawl: str, spec_digest: str, deadline: timedelta, *, trigger: str | None, catalog_run: str | None
+        self,
+        crawl: str,
+        spec_digest: str,
+        deadline: timedelta,
+        *,
+        trigger: str | None,
+        catalog_run: str | None,
+        now: datetime | None = None,
     ) -> RunState:
-        """Take the crawl's lock and open a run; raise RunInFlight if another run holds it and is not overdue."""
+        """Take the crawl's lock and open a run at ``now`` (the ledger's clock if not given); raise RunInFlight if
+        another run holds it and is not overdue at ``now``."""
         ...
 
     def get_run(self, crawl: str, run_id: str) -> RunState | None: ...

@@ -20,6 +20,7 @@ from sluice.adapters.aws.ledger import DynamoRunLedger
 from sluice.adapters.local.frontier import SqliteFrontier
 from sluice.adapters.local.ledger import SqliteRunLedger
 from sluice.adapters.local.store import Database
+from sluice.domain.clock import FixedClock
 from sluice.domain.runs import Progress, RunInFlight, claim_room, finished, iso, overdue
 from sluice.messages import UrlTask
 
@@ -33,13 +34,19 @@ Ledger = DynamoRunLedger | SqliteRunLedger
 Frontier = DynamoFrontier | SqliteFrontier
 
 
+@pytest.fixture
+def clock() -> FixedClock:
+    """The ledgers' time: it stands at ``OPENED`` until a test moves it."""
+    return FixedClock(OPENED)
+
+
 @pytest.fixture(params=["moto", "sqlite"])
 def store(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clock: FixedClock
 ) -> Iterator[tuple[Ledger, Frontier]]:
     if request.param == "sqlite":
         db = Database(tmp_path)
-        yield SqliteRunLedger(db), SqliteFrontier(db)
+        yield SqliteRunLedger(db, clock=clock), SqliteFrontier(db)
         return
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "testing")
@@ -55,7 +62,7 @@ def store(
             ],
             BillingMode="PAY_PER_REQUEST",
         )
-        yield DynamoRunLedger(TABLE), DynamoFrontier(TABLE, ttl_days=15, writers=2)
+        yield DynamoRunLedger(TABLE, clock=clock), DynamoFrontier(TABLE, ttl_days=15, writers=2, clock=clock)
     clients.reset()
 
 
@@ -150,3 +157,25 @@ def test_a_ledger_begins_finalizing_a_running_run_once_and_reextracts_only_a_fin
     again = ledger.get_run("c", run.run_id)
     assert again is not None
     assert (again.status, again.spec_digest, again.healthy, again.records) == ("finished", "e", True, 1)
+
+
+def test_every_moment_a_ledger_stamps_on_a_run_is_its_clocks(store: tuple[Ledger, Frontier], clock: FixedClock) -> None:
+    ledger, _ = store
+    run = ledger.open_run("c", "d", DEADLINE, trigger=None, catalog_run=None)  # no ``now``: the ledger's clock
+    assert (run.started_at, run.deadline) == (iso(OPENED), iso(DUE))
+    clock.advance(60)
+    ledger.checked("c", run.run_id, 3)
+    clock.advance(60)
+    assert ledger.begin_finalizing("c", run.run_id)
+    clock.advance(60)
+    ledger.finish("c", run.run_id, healthy=True, complete=True, records=0, summary_key="k")
+
+    stamped = ledger.get_run("c", run.run_id)
+    assert stamped is not None
+    assert (stamped.checked_at, stamped.finalizing_at, stamped.finished_at) == (
+        iso(OPENED + timedelta(seconds=60)),
+        iso(OPENED + timedelta(seconds=120)),
+        iso(OPENED + timedelta(seconds=180)),
+    )
+    assert stamped.checked_within(61, clock.now() - timedelta(seconds=60))
+    assert stamped.finalizing_for(clock.now()) == 60.0

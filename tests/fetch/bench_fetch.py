@@ -65,7 +65,7 @@ def server(latency_s: float, body_kb: int) -> Iterator[int]:
         for _ in range(200):
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.1):
                 break
-            time.sleep(0.05)
+            time.sleep(0.05)  # a real socket: the server is another process, which no test clock moves
         yield port
     finally:
         child.terminate()

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import pytest
 
+from sluice.domain.clock import FixedClock
 from sluice.domain.hosts import HostState, RunCounts, group_id, host_key
 from sluice.fetch.politeness import HostBlocked, HostGate, HostPaused
 from sluice.fetch.throttle import Throttle
 from sluice.spec.models import Breaker
 
 RUN = "20261201T000000Z-abcdef"
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+"""The fleet's time in these tests: years from the wall clock's, so a gate that read the wall clock would show."""
 anyio = pytest.mark.anyio
 
 
@@ -108,12 +112,13 @@ async def test_the_breaker_trips_on_the_share_of_refusals_and_skips_the_rest() -
 
 
 def test_a_429_with_retry_after_is_obeyed_not_counted_and_one_without_is_a_refusal() -> None:
-    gate = HostGate(8, 4, breaker=Breaker(min_answers=1, max_blocked_share=0.5))
+    clock = FixedClock(NOW)
+    gate = HostGate(8, 4, breaker=Breaker(min_answers=1, max_blocked_share=0.5), clock=clock)
     gate.adopt(RUN, {h: HostState(h) for h in ("a:80", "b:80")})
     gate.answered("a:80", 429, 0.01, retry_after_s=30.0)
     gate.answered("b:80", 429, 0.01)
     states = {s.host: s for s in gate.export(RUN, ["a:80", "b:80"])}
-    assert states["a:80"].paused_until > time.time() + 25  # handed on: the whole fleet waits
+    assert 25 < states["a:80"].paused_until - clock() <= 30  # handed on in the fleet's time: the whole fleet waits
     assert states["a:80"].counts(RUN) == RunCounts()
     assert states["b:80"].counts(RUN).tripped is not None
 
@@ -126,18 +131,25 @@ async def test_what_is_handed_on_spacing_pause_and_target_and_nothing_when_there
         pass
     assert quiet.export(RUN, ["a:80"]) == []  # no delay, no pause, no throttling: no write
 
-    spaced = HostGate(8, 4, min_delay_s=5.0)
+    clock = FixedClock(NOW)
+    spaced = HostGate(8, 4, min_delay_s=5.0, clock=clock)
     spaced.adopt(RUN, {"a:80": HostState("a:80")})
     async with spaced.slot("a:80"):
         pass
     [state] = spaced.export(RUN, ["a:80"])
-    assert time.time() + 4 < state.next_start <= time.time() + 5.01
+    assert 4 < state.next_start - clock() <= 5  # in the fleet's time, which the next holder reads it in
 
-    after = HostGate(8, 4, min_delay_s=5.0)
+    after = HostGate(8, 4, min_delay_s=5.0, clock=clock)
     after.adopt(RUN, {"a:80": state})
     with pytest.raises(HostPaused):  # the next holder waits out the spacing the last one left
         async with after.slot("a:80", max_wait_s=1.0):
             pass
+
+    clock.advance(5.0)  # the spacing has run out in the fleet's time: the next holder goes at once
+    later = HostGate(8, 4, min_delay_s=5.0, clock=clock)
+    later.adopt(RUN, {"a:80": state})
+    async with later.slot("a:80", max_wait_s=0.5):
+        pass
 
 
 def test_host_state_round_trips_and_keeps_a_few_runs() -> None:

@@ -48,7 +48,7 @@ async def logged(site: RunningDemoSite, path: str, expected: int) -> list[Reques
         records = site.stats.records(path)
         if len(records) >= expected:
             return records
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a real socket: the server logs the request after the client has it
     return site.stats.records(path)
 
 

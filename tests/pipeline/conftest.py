@@ -36,6 +36,7 @@ from moto import mock_aws
 from sluice.adapters.aws import clients
 from sluice.adapters.aws.clients import client
 from sluice.adapters.local import LocalStore
+from sluice.domain.clock import ShiftedClock
 from sluice.domain.layout import manifest_key, summary_key
 from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally
@@ -115,19 +116,6 @@ FINALIZE_SHARD_PAGES = 30
 behavioural test also checks that shards combine into what one finalizer would write."""
 
 
-@dataclass
-class Clock:
-    """The pipeline's time: real time plus an offset a test moves on, so nights come a day apart without waiting."""
-
-    offset_s: float = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset_s
-
-    def advance(self, seconds: float) -> None:
-        self.offset_s += seconds
-
-
 def write_spec(specs_dir: Path, data: dict[str, Any]) -> CrawlSpec:
     """Validate ``data`` as a spec and write it where the functions look for it: ``<name>.yaml``."""
     spec = parse_spec(data)
@@ -201,8 +189,10 @@ class Harness(Protocol):
 
     kind: str
     services: Services
-    clock: Clock
-    """What the pipeline takes for now (``advance`` it to make the next run a night later)."""
+    clock: ShiftedClock
+    """What the pipeline takes for now, on either adapter set: the services and every adapter read it. ``advance``
+    it instead of sleeping: to pass a run's deadline, to make the next run a night later. Moto's SQS keeps its own
+    time (a hidden message stays hidden there: :meth:`make_visible` it), where the local queue counts in this one."""
     finalize_requests: list[dict[str, object]]
     start_requests: list[dict[str, object]]
     visibility_changes: list[tuple[str, int]]
@@ -334,7 +324,7 @@ class AwsHarness:
 
     def __init__(self, specs_dir: Path) -> None:
         self.specs_dir = specs_dir
-        self.clock = Clock()
+        self.clock = ShiftedClock()
         self.settings = create_resources(DEFAULT, specs_dir, allow_loopback=True).model_copy(
             # Transient failures come back at once (tests need not wait); a Retry-After still sets its delay.
             # Finalize shards of a few pages: every test's run is finalized by many shards.
@@ -475,8 +465,8 @@ class LocalHarness:
 
     def __init__(self, folder: Path) -> None:
         self.specs_dir = folder / "crawls"
-        self.clock = Clock()
-        self.store = LocalStore.open(folder / "state", urls_per_message=DEFAULT.urls_per_message)
+        self.clock = ShiftedClock()
+        self.store = LocalStore.open(folder / "state", urls_per_message=DEFAULT.urls_per_message, clock=self.clock)
         self.tuning = Tuning(
             max_receive_count=DEFAULT.max_receive_count,
             visibility_base_s=0.0,
@@ -502,7 +492,6 @@ class LocalHarness:
             self.tuning,
             finalize_later=self.finalize_requests.append,
             continue_start=self.start_requests.append,
-            clock=self.clock,
         )
 
     @property

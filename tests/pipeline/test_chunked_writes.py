@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -79,12 +78,14 @@ def test_worker_dying_between_the_chunks_counts_every_page_once(
 def test_writes_never_overlap_and_the_early_chunk_goes_while_visits_go_on() -> None:
     log: list[tuple[str, list[int]]] = []
     busy = threading.Lock()
+    first_began, visits_over = threading.Event(), threading.Event()
 
     def write(chunk: list[int]) -> int:
         assert busy.acquire(blocking=False), "two chunks written at once"
         try:
             log.append(("write", list(chunk)))
-            time.sleep(0.05)
+            first_began.set()
+            assert visits_over.wait(5.0)  # the early chunk is still being written while the batch visits on
             return len(chunk)
         finally:
             busy.release()
@@ -94,7 +95,9 @@ def test_writes_never_overlap_and_the_early_chunk_goes_while_visits_go_on() -> N
         for n in range(6):
             writes.add(n)
             log.append(("visited", [n]))
-            await asyncio.sleep(0.02)
+            if n == 2:  # the third visit ended: the early chunk must begin without waiting for the rest
+                assert await asyncio.to_thread(first_began.wait, 5.0)
+        visits_over.set()
         return await writes.finish()
 
     assert asyncio.run(batch()) == [3, 3]

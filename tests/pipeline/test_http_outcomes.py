@@ -83,7 +83,7 @@ def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at
     [paused] = pipeline.services.hosts.load(
         [f"127.0.0.1:{site.port}"]
     ).values()  # the pause is the fleet's, not one fetcher's
-    assert paused.paused_until >= time.time() + asked - 2
+    assert paused.paused_until >= pipeline.clock() + asked - 2  # in the pipeline's time
 
     pipeline.make_visible(first)  # ... as it will be once the Retry-After has passed
     pipeline.let_pauses_pass(f"127.0.0.1:{site.port}")
@@ -147,7 +147,7 @@ def test_a_retry_after_from_the_far_future_blocks_the_host_for_the_run_and_saves
     check = {c["check"]: c for c in summary["verdict"]["checks"]}["blocked"]
     assert check["ok"] is False
     [state] = pipeline.services.hosts.load([host]).values()
-    assert state.paused_until < time.time() + MAX_PAUSE_S  # no pause of decades is saved for the next run
+    assert state.paused_until < pipeline.clock() + MAX_PAUSE_S  # no pause of decades is saved for the next run
 
 
 def test_a_pause_saved_past_the_cap_blocks_the_host_with_the_reason_instead_of_hanging_the_next_run(
@@ -157,7 +157,7 @@ def test_a_pause_saved_past_the_cap_blocks_the_host_with_the_reason_instead_of_h
     the record is repaired (main's next run sent no request and waited on robots.txt past any test's patience)."""
     host = f"127.0.0.1:{site.port}"
     book = pipeline.services.hosts
-    book.save([HostState(host, paused_until=time.time() + 999_999_958.9, version=0)])
+    book.save([HostState(host, paused_until=pipeline.clock() + 999_999_958.9, version=0)])
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=2))
 
     run_id = pipeline.run(CRAWL)
@@ -168,4 +168,4 @@ def test_a_pause_saved_past_the_cap_blocks_the_host_with_the_reason_instead_of_h
     [reason] = pipeline.summary(CRAWL, run_id)["skips"]
     assert reason.startswith(f"host {host} blocked: asked to pause for ")
     [state] = book.load([host]).values()
-    assert state.paused_until < time.time() + MAX_PAUSE_S
+    assert state.paused_until < pipeline.clock() + MAX_PAUSE_S

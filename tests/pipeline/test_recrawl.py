@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
+from sluice.domain.clock import ShiftedClock
 from sluice.domain.recrawl import DAY_S
 from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.runner import EmulatedRunner
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.summary import as_json, as_text
-
-from .conftest import Clock
 
 CRAWL = "books"
 RECORDS = 100
@@ -181,7 +180,7 @@ def test_sluice_run_on_either_runner_takes_a_clock_and_says_how_many_pages_the_s
         yaml.safe_dump(recrawl_spec(books_spec, site.base_url, grow=1.0)), encoding="utf-8"
     )
     spec = load_spec(specs / f"{CRAWL}.yaml")
-    clock = Clock()
+    clock = ShiftedClock()
     if runner == "emulated":
         fleet: Any = EmulatedRunner(specs, tmp_path / "state", workers=2, allow_loopback=True, clock=clock)
     else:

@@ -83,7 +83,7 @@ def kill_when(spec: Path, state: Path, ready: Callable[[Path], bool]) -> set[str
             while not ready(state):
                 assert proc.poll() is None, "sluice run ended before the kill point"
                 assert time.monotonic() < deadline, "the kill point was never reached"
-                time.sleep(0.01)
+                time.sleep(0.01)  # another process's state file: its time is its own, no test clock moves it
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)

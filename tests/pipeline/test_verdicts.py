@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from sluice.adapters.aws import ledger as aws_ledger
-from sluice.adapters.local import ledger as local_ledger
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import new_run_id
 from sluice.messages import StartEvent
@@ -175,26 +172,13 @@ def test_run_ids_sort_by_start_time_within_one_second() -> None:
         assert StartEvent(crawl=CRAWL, run_id=run_id).run_id == run_id
 
 
-class _FrozenSecond(datetime):
-    """``datetime`` whose ``now`` stays inside one second, a millisecond further on each call."""
-
-    calls: Iterator[int]
-
-    @classmethod
-    def now(cls, tz: Any = None) -> _FrozenSecond:
-        moment = datetime(2026, 11, 29, 21, 0, 0, tzinfo=UTC) + timedelta(milliseconds=next(cls.calls))
-        return cls.fromtimestamp(moment.timestamp(), tz or UTC)
-
-
-def test_quick_reruns_within_one_second_each_compare_with_the_run_before(
-    pipeline: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_FrozenSecond, "calls", iter(range(1, 900)), raising=False)
-    monkeypatch.setattr(aws_ledger if pipeline.kind == "aws" else local_ledger, "datetime", _FrozenSecond)
+def test_quick_reruns_within_one_second_each_compare_with_the_run_before(pipeline: Any) -> None:
+    second = datetime(2026, 11, 29, 21, 0, 0, tzinfo=UTC)
     ledger = pipeline.services.ledger
     previous: str | None = None
-    for _ in range(12):
-        run = ledger.open_run(CRAWL, "digest", timedelta(hours=1), trigger=None, catalog_run=None)
+    for ms in range(1, 13):  # twelve runs opened a millisecond apart, all in one second
+        opened = second + timedelta(milliseconds=ms)
+        run = ledger.open_run(CRAWL, "digest", timedelta(hours=1), trigger=None, catalog_run=None, now=opened)
         found = ledger.latest_finished(CRAWL, run.run_id)
         assert (found.run_id if found else None) == previous
         ledger.finish(CRAWL, run.run_id, healthy=True, complete=True, records=1, summary_key="k")

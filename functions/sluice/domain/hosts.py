@@ -12,7 +12,6 @@ writer at a time, at most once per batch, so never faster than the host's own re
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -108,9 +107,9 @@ class HostState:
         others = sorted((k, v) for k, v in self.runs.items() if k != run_id)  # run ids sort by start time
         return replace(self, runs={**dict(others[-(RUNS_KEPT - 1) :]), run_id: counts})
 
-    def worth_keeping(self, now: float | None = None) -> bool:
-        """False when the state says nothing a fresh start would not: then it is not written."""
-        now = time.time() if now is None else now
+    def worth_keeping(self, now: float) -> bool:
+        """False when the state says nothing a fresh start would not at ``now`` (epoch seconds): then it is not
+        written."""
         return (
             self.next_start > now
             or self.paused_until > now

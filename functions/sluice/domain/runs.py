@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from secrets import randbelow
 from typing import Literal
 
+from sluice.domain.clock import SYSTEM_CLOCK
+
 RunStatus = Literal["running", "finalizing", "finished"]
 
 
@@ -27,14 +29,13 @@ class RunInFlight(Exception):
         )
 
 
-def new_run_id(now: datetime | None = None) -> str:
+def new_run_id(now: datetime) -> str:
     """Sortable by start time, unique by a random suffix: ``20261129T210000Z-3e72c1``.
 
     The suffix starts with the millisecond (three hex digits), so two runs started within one
     second still sort in start order and a quick re-run finds the run before it; three random
     hex digits follow.
     """
-    now = now or datetime.now(UTC)
     return f"{now:%Y%m%dT%H%M%SZ}-{now.microsecond // 1000:03x}{randbelow(16**3):03x}"
 
 
@@ -150,26 +151,35 @@ class RunState:
 
     @property
     def overdue(self) -> bool:
-        return self.overdue_at(datetime.now(UTC))
+        """Past its deadline by the wall clock: for callers not yet passing the pipeline's clock; prefer
+        :meth:`overdue_at` (``services.clock.now()``)."""
+        return self.overdue_at(_or_wall(None))
 
     def overdue_at(self, now: datetime) -> bool:
         """Past its deadline at ``now`` (see :func:`overdue`)."""
         return overdue(self.deadline, now)
 
-    def seconds_left(self) -> float:
-        """Seconds until the run's deadline (negative once it passed)."""
-        return (datetime.fromisoformat(self.deadline) - datetime.now(UTC)).total_seconds()
+    def seconds_left(self, now: datetime | None = None) -> float:
+        """Seconds from ``now`` until the run's deadline (negative once it passed)."""
+        return (datetime.fromisoformat(self.deadline) - _or_wall(now)).total_seconds()
 
-    def finalizing_for(self) -> float:
-        """Seconds since finalizing began (0 if it has not)."""
+    def finalizing_for(self, now: datetime | None = None) -> float:
+        """Seconds from when finalizing began until ``now`` (0 if it has not)."""
         if self.finalizing_at is None:
             return 0.0
-        return (datetime.now(UTC) - datetime.fromisoformat(self.finalizing_at)).total_seconds()
+        return (_or_wall(now) - datetime.fromisoformat(self.finalizing_at)).total_seconds()
 
-    def checked_within(self, seconds: float) -> bool:
+    def checked_within(self, seconds: float, now: datetime | None = None) -> bool:
+        """The finalizer found the run not drained less than ``seconds`` before ``now``."""
         if self.checked_at is None:
             return False
-        return (datetime.now(UTC) - datetime.fromisoformat(self.checked_at)).total_seconds() < seconds
+        return (_or_wall(now) - datetime.fromisoformat(self.checked_at)).total_seconds() < seconds
+
+
+def _or_wall(now: datetime | None) -> datetime:
+    """``now``, or the wall clock's for a caller that does not pass the pipeline's clock yet (the ``now=None``
+    defaults above go once every step passes ``services.clock.now()``)."""
+    return SYSTEM_CLOCK.now() if now is None else now
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from types import TracebackType
 
 import httpx
 
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.egress import POOL_EMPTY
 from sluice.domain.hosts import host_key, pause_refused
 from sluice.extraction.urls import resolve_link
@@ -79,7 +80,8 @@ class PageFetcher:
     The fetcher owns its transport (closed by :meth:`aclose`) and keeps no cookies. ``credentials``
     (the spec's ``request`` section, resolved) add headers to every request, credentials only to the
     origins the spec names (robots.txt and redirects included), and route every request through the
-    proxy, if one is given.
+    proxy, if one is given. ``clock`` is the pipeline's time: a Retry-After date is read against it, and the
+    fleet's host states are written in it.
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class PageFetcher:
         rng: random.Random | None = None,
         robots_store: RobotsStore | None = None,
         credentials: RequestCredentials | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if transport is not None and credentials is not None and (credentials.proxy or credentials.proxies):
             raise ValueError("a proxy needs the fetcher's own transport (an injected transport has its own routing)")
@@ -109,6 +112,7 @@ class PageFetcher:
             politeness.min_delay_seconds,
             adaptive=politeness.adaptive,
             breaker=politeness.breaker,
+            clock=clock,
         )
         self._markers = (
             [(m, m.lower().encode()) for m in politeness.breaker.markers] if politeness.breaker.enabled else []
@@ -391,7 +395,7 @@ class PageFetcher:
         after = None
         if reply.status in (429, 503) or self.rules.should_retry(reply.status):
             values = [v for k, v in reply.raw_headers if k.lower() == b"retry-after"]  # the last one counts
-            after = parse_retry_after(values[-1].decode("latin-1") if values else None, time.time())
+            after = parse_retry_after(values[-1].decode("latin-1") if values else None, self.gate.clock())
         self.gate.answered(host, reply.status, latency_s, retry_after_s=after if reply.status in (429, 503) else None)
         return after
 

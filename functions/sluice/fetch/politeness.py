@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.hosts import MAX_PAUSE_S, HostState, RunCounts, blocked_reason, pause_refused
 from sluice.spec.models import Breaker
 
@@ -80,6 +81,7 @@ class HostGate:
         *,
         adaptive: bool = False,
         breaker: Breaker | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.concurrency = concurrency
         self.per_domain = per_domain
@@ -94,6 +96,9 @@ class HostGate:
         self.max_in_flight = 0
         self.pause_cap_s = MAX_PAUSE_S
         """The longest pause a host may ask: :data:`~sluice.domain.hosts.MAX_PAUSE_S`, or what the run has left."""
+        self.clock = clock
+        """The pipeline's time, which the fleet's host states are written in (epoch seconds); the gate's own
+        spacing runs on ``time.monotonic()``, and :meth:`adopt` and :meth:`export` translate between the two."""
 
     # -- admission -----------------------------------------------------------------------------
 
@@ -214,7 +219,7 @@ class HostGate:
     def adopt(self, run_id: str, states: Mapping[str, HostState]) -> None:
         """Take up where each host's last holder left it: its spacing, pause, target and this run's counts
         (a host the fleet knows nothing of comes as a fresh ``HostState(host)``)."""
-        now = time.time()
+        now = self.clock()
         offset = now - time.monotonic()
         for host, known in states.items():
             state = self._host(host)
@@ -233,7 +238,8 @@ class HostGate:
 
     def export(self, run_id: str, hosts: Iterable[str]) -> list[HostState]:
         """The states the next holder of these hosts needs, where they differ from what was read."""
-        offset = time.time() - time.monotonic()
+        now = self.clock()
+        offset = now - time.monotonic()
         out = []
         for host in hosts:
             state = self._hosts.get(host)
@@ -252,7 +258,7 @@ class HostGate:
             )
             if state.counts != RunCounts() or run_id in known.runs:
                 fresh = fresh.with_counts(run_id, state.counts)
-            if not (fresh.worth_keeping() or known.version):
+            if not (fresh.worth_keeping(now) or known.version):
                 continue  # nothing a fresh start would not know: no write
             if fresh != known:
                 out.append(fresh)

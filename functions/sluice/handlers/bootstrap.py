@@ -7,7 +7,6 @@ their own (moto-backed adapters, in-process triggers) instead of reading the env
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -21,6 +20,7 @@ from sluice.adapters.aws.queue import SqsQueue
 from sluice.adapters.aws.records import DynamoRecords
 from sluice.adapters.aws.secrets import AwsSecrets
 from sluice.adapters.aws.shardtasks import SqsShardTasks
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.pipeline.columnar import ParquetCopy
 from sluice.pipeline.services import Services, Trigger
 from sluice.settings import Settings
@@ -36,22 +36,25 @@ def _invoke_async(function: str) -> Callable[[dict[str, object]], None]:
 
 
 def aws_services(
-    settings: Settings, *, finalize_later: Trigger, continue_start: Trigger, clock: Callable[[], float] = time.time
+    settings: Settings, *, finalize_later: Trigger, continue_start: Trigger, clock: Clock = SYSTEM_CLOCK
 ) -> Services:
     """The pipeline's ports on DynamoDB, S3 and SQS, as the settings name them; secrets from Secrets Manager and SSM.
 
-    ``clock`` is the real one in Lambda; the emulated runner and tests pass their own to play nights a day apart."""
+    ``clock`` is the real one in Lambda; the emulated runner and tests pass their own to play nights a day apart.
+    Every adapter that stamps or expires something is built with it, and the steps read it from the services."""
     return Services(
         tuning=settings.tuning(),
-        ledger=DynamoRunLedger(settings.ledger_table),
-        frontier=DynamoFrontier(settings.ledger_table, ttl_days=settings.claim_ttl_days),
-        hosts=DynamoHostBook(settings.ledger_table, ttl_days=settings.claim_ttl_days),
+        ledger=DynamoRunLedger(settings.ledger_table, clock=clock),
+        frontier=DynamoFrontier(settings.ledger_table, ttl_days=settings.claim_ttl_days, clock=clock),
+        hosts=DynamoHostBook(settings.ledger_table, ttl_days=settings.claim_ttl_days, clock=clock),
         queue=SqsQueue(settings.queue_url, urls_per_message=settings.urls_per_message),
         objects=S3Objects(settings.bucket),
         records=DynamoRecords(settings.records_table) if settings.records_table else None,
         secrets=AwsSecrets(),
         finalize_shards=(
-            SqsShardTasks(settings.finalize_queue_url, settings.ledger_table, ttl_days=settings.claim_ttl_days)
+            SqsShardTasks(
+                settings.finalize_queue_url, settings.ledger_table, ttl_days=settings.claim_ttl_days, clock=clock
+            )
             if settings.finalize_queue_url
             else None
         ),

@@ -15,6 +15,7 @@ import base64
 import json
 import time
 
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.layout import robots_key
 from sluice.fetch.robots import RobotsResponse
 from sluice.observability import logger
@@ -26,10 +27,14 @@ FAILURE_TTL_S = 300.0
 
 
 class SharedRobots:
-    """:class:`sluice.fetch.robots.RobotsStore` for one run, on its object store."""
+    """:class:`sluice.fetch.robots.RobotsStore` for one run, on its object store.
 
-    def __init__(self, objects: ObjectStore, crawl: str, run_id: str) -> None:
+    A shared failure is stamped with ``clock`` (the pipeline's time), and read against it by every fetcher;
+    the wait for another fetcher's answer is a duration, measured on ``time.monotonic()``."""
+
+    def __init__(self, objects: ObjectStore, crawl: str, run_id: str, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.objects, self.crawl, self.run_id = objects, crawl, run_id
+        self.clock = clock
 
     async def get(self, robots_url: str) -> RobotsResponse | None:
         key = robots_key(self.crawl, self.run_id, robots_url)
@@ -55,7 +60,7 @@ class SharedRobots:
             "body": base64.b64encode(answer.body).decode("ascii"),
             "error": answer.error,
             "permanent": answer.permanent,
-            "at": time.time(),
+            "at": self.clock(),
         }
         key = robots_key(self.crawl, self.run_id, robots_url)
         try:
@@ -72,7 +77,7 @@ class SharedRobots:
         status = data.get("status")
         permanent = bool(data.get("permanent"))
         failed = status is None or status == 429 or status >= 500
-        if failed and not permanent and time.time() - float(data.get("at", 0)) > FAILURE_TTL_S:
+        if failed and not permanent and self.clock() - float(data.get("at", 0)) > FAILURE_TTL_S:
             return None, True
         body = base64.b64decode(data.get("body") or "")
         return RobotsResponse(status, body, data.get("error"), permanent), True

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from sluice import defaults
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.pipeline.columnar import ParquetCopy
 from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, ShardTasks, WorkQueue
 from sluice.spec import CrawlSpec, find_spec, load_spec, spec_files
@@ -88,8 +88,10 @@ class Services:
     """Where finalize shard tasks go: None runs them on a thread pool in the caller (locally, in tests, reextract)."""
     parquet: ParquetCopy | None = None
     """Where a finalized run's records are copied as Parquet (Athena on AWS; None: not here, as locally)."""
-    clock: Callable[[], float] = time.time
-    """Epoch seconds: when a page is fetched and whether its recrawl interval has run out (tests move it a day on)."""
+    clock: Clock = SYSTEM_CLOCK
+    """The pipeline's one clock (:mod:`sluice.domain.clock`): ``clock()`` is epoch seconds (when a page is fetched,
+    whether its recrawl interval has run out), ``clock.now()`` the same moment as a UTC datetime (run deadlines,
+    the catalog's age). The adapters were built with the same one; tests move it on instead of sleeping."""
 
     def spec(self, crawl: str) -> CrawlSpec:
         return load_crawl(self.specs_dir, crawl)

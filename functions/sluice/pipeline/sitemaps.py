@@ -72,8 +72,9 @@ async def _read(
     fetcher = PageFetcher(
         sitemap_politeness(spec.politeness, sitemaps),
         allow_loopback=services.tuning.allow_loopback,
-        robots_store=SharedRobots(services.objects, spec.name, run_id),
+        robots_store=SharedRobots(services.objects, spec.name, run_id, clock=services.clock),
         credentials=credentials,
+        clock=services.clock,
     )
     try:
         async with fetcher:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from itertools import chain, islice
 
 from sluice.domain.layout import frontier_key
@@ -200,7 +200,7 @@ def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> t
             raise LookupError(f"run {run_id} of crawl {spec.name!r} does not exist")
         return run, retried
     lock = ledger.active_run(spec.name)
-    if lock is not None and lock.overdue_at(datetime.now(UTC)):
+    if lock is not None and lock.overdue_at(services.clock.now()):
         # The lock's run is past its deadline: close it (as unfinished) before taking its place, or it
         # would stay open with no lock for the sweep to find it by.
         logger.warning("closing an overdue run first", extra={"crawl": spec.name, "run_id": lock.run_id})
@@ -208,7 +208,12 @@ def _open_or_resume(event: StartEvent, services: Services, spec: CrawlSpec) -> t
     catalog = catalog_run(services, spec.name)
     deadline = timedelta(hours=services.tuning.run_deadline_hours)
     run = ledger.open_run(
-        spec.name, spec.digest(), deadline, trigger=event.trigger, catalog_run=catalog.run_id if catalog else None
+        spec.name,
+        spec.digest(),
+        deadline,
+        trigger=event.trigger,
+        catalog_run=catalog.run_id if catalog else None,
+        now=services.clock.now(),
     )
     logger.info("run opened", extra={"crawl": spec.name, "run_id": run.run_id, "catalog_run": run.catalog_run})
     return run, False
@@ -223,7 +228,7 @@ def catalog_run(services: Services, crawl: str) -> RunState | None:
     latest = services.ledger.latest_finished(crawl, complete=True)
     if latest is None:
         return None
-    if not catalog_fresh(latest, datetime.now(UTC), services.tuning.catalog_max_age_days):
+    if not catalog_fresh(latest, services.clock.now(), services.tuning.catalog_max_age_days):
         logger.info("catalog run too old: starting from the spec's seeds", extra={"crawl": crawl, "run": latest.run_id})
         return None
     return latest

@@ -16,7 +16,6 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -27,6 +26,7 @@ from moto import mock_aws
 
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.shardtasks import SqsShardTasks
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice.pipeline.finalize import finalize_run
@@ -65,7 +65,7 @@ class EmulatedRunner:
         workers: int = 4,
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         lambda_timeouts: bool = False,
     ) -> None:
         self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)

@@ -26,6 +26,7 @@ from infra.config import DEFAULT, StackConfig
 
 from sluice import defaults
 from sluice.adapters.local import LocalStore
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally
@@ -76,7 +77,7 @@ class LocalFleet:
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
         say: Callable[[str], None] | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
         self.config = config
@@ -117,6 +118,7 @@ class LocalFleet:
                 self.state_dir,
                 urls_per_message=self.config.urls_per_message,
                 max_receive_count=self.config.max_receive_count,
+                clock=self.clock,
             )
             try:
                 result = with_parquet(self._run(spec, store, progress, restart), spec, self.state_dir / "objects")
@@ -139,7 +141,6 @@ class LocalFleet:
             self.tuning,
             finalize_later=finalize_requests.append,
             continue_start=lambda _: None,
-            clock=self.clock,
         )
         resumed = self._interrupted(spec, store, services, restart)
         if resumed is not None:

@@ -10,7 +10,6 @@ before they get here.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,6 +20,7 @@ from sluice.adapters.aws import keys
 from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress, claim_room
 from sluice.domain.shards import Shard
@@ -33,9 +33,11 @@ QUEUED, DONE = "q", "d"
 class DynamoFrontier:
     """:class:`sluice.ports.Frontier` on the ledger table."""
 
-    def __init__(self, table: str, *, ttl_days: int, writers: int = 16) -> None:
+    def __init__(self, table: str, *, ttl_days: int, writers: int = 16, clock: Clock = SYSTEM_CLOCK) -> None:
         self.table = table
         self._ttl_s = ttl_days * 86400
+        self._clock = clock
+        """The pipeline's time: a URL item expires ``ttl_days`` after its last write by it."""
         self._db = client("dynamodb")
         self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="frontier")
         self._rng = random.Random()  # noqa: S311 - spreads writes over shards, nothing secret
@@ -67,7 +69,7 @@ class DynamoFrontier:
         # The cap is checked against the progress hint: concurrent fetchers can pass it by one batch's links each.
         room = claim_room(max_pages, seeds, self.progress(run_id).claimed)
         tasks, capped = list(tasks[:room]), list(tasks[room:])
-        expires = int(time.time()) + self._ttl_s
+        expires = self._expires()
         won = self._pool.map(lambda t: self._claim_one(run_id, t, expires), tasks)
         return Claims([task for task, ok in zip(tasks, won, strict=True) if ok], capped)
 
@@ -86,7 +88,7 @@ class DynamoFrontier:
         return self._put_if(item, "attribute_not_exists(pk)", {})
 
     def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
-        expires = int(time.time()) + self._ttl_s
+        expires = self._expires()
 
         def write(result: PageResult) -> bool:
             item = {**keys.url(run_id, url_hash(result.url)), **result.to_plain(), "s": DONE, "t": expires}
@@ -96,13 +98,17 @@ class DynamoFrontier:
         return list(self._pool.map(write, results))
 
     def replace(self, run_id: str, results: Sequence[PageResult]) -> int:
-        expires = int(time.time()) + self._ttl_s
+        expires = self._expires()
 
         def write(result: PageResult) -> bool:
             item = {**keys.url(run_id, url_hash(result.url)), **result.to_plain(), "s": DONE, "t": expires}
             return self._put_if(item, "#s = :d", {":d": DONE}, names={"#s": "s"})
 
         return sum(self._pool.map(write, results))
+
+    def _expires(self) -> int:
+        """The TTL attribute of an item written now (epoch seconds)."""
+        return int(self._clock()) + self._ttl_s
 
     def _put_if(
         self, item: dict[str, Any], condition: str, values: dict[str, Any], names: dict[str, str] | None = None

@@ -9,7 +9,6 @@ the fleet asks the host for pages, by one writer at a time (its queue group's ho
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -19,6 +18,7 @@ from sluice.adapters.aws import keys
 from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.hosts import HostState
 from sluice.observability import logger
 
@@ -26,9 +26,11 @@ from sluice.observability import logger
 class DynamoHostBook:
     """:class:`sluice.ports.HostBook` on the ledger table."""
 
-    def __init__(self, table: str, *, ttl_days: int) -> None:
+    def __init__(self, table: str, *, ttl_days: int, clock: Clock = SYSTEM_CLOCK) -> None:
         self.table = table
         self._ttl_s = ttl_days * 86400
+        self._clock = clock
+        """The pipeline's time: a host's item expires ``ttl_days`` after its last write."""
         self._db = client("dynamodb")
 
     def load(self, hosts: Sequence[str]) -> dict[str, HostState]:
@@ -44,7 +46,7 @@ class DynamoHostBook:
 
     def save(self, states: Sequence[HostState]) -> int:
         written = 0
-        expires = int(time.time()) + self._ttl_s
+        expires = int(self._clock()) + self._ttl_s
         for state in states:
             fresh = replace(state, version=state.version + 1)
             condition = "attribute_not_exists(pk)" if state.version == 0 else "v = :v"

@@ -7,7 +7,7 @@ so it is never a hot item (see docs/architecture.md for the write rates of every
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from sluice.adapters.aws import keys
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.runs import RunInFlight, RunLock, RunState, deadline_bound, finished, iso
 
 LOCK_FREE = "attribute_not_exists(pk) OR deadline < :now"
@@ -29,9 +30,11 @@ def _code(exc: ClientError) -> str:
 class DynamoRunLedger:
     """:class:`sluice.ports.RunLedger` on one DynamoDB table."""
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.table = table
         self._db = client("dynamodb")
+        self._clock = clock
+        """The pipeline's time: runs open, are checked, finalize and finish by it (unless a caller says when)."""
 
     def open_run(
         self,
@@ -44,7 +47,7 @@ class DynamoRunLedger:
         run_id: str | None = None,
         now: datetime | None = None,
     ) -> RunState:
-        now = now or datetime.now(UTC)
+        now = now or self._clock.now()
         state = RunState.opened(
             crawl, spec_digest, deadline, trigger=trigger, catalog_run=catalog_run, now=now, run_id=run_id
         )
@@ -152,15 +155,15 @@ class DynamoRunLedger:
 
     def checked(self, crawl: str, run_id: str, done: int) -> None:
         self._update(
-            crawl, run_id, "SET checked_at = :t, checked_done = :d", {":t": iso(datetime.now(UTC)), ":d": done}
+            crawl, run_id, "SET checked_at = :t, checked_done = :d", {":t": iso(self._clock.now()), ":d": done}
         )
 
     def begin_finalizing(self, crawl: str, run_id: str) -> bool:
-        values = {":f": "finalizing", ":t": iso(datetime.now(UTC))}
+        values = {":f": "finalizing", ":t": iso(self._clock.now())}
         return self._update(crawl, run_id, "SET #s = :f, finalizing_at = :t", values, when="running") is not None
 
     def finish(self, crawl: str, run_id: str, *, healthy: bool, complete: bool, records: int, summary_key: str) -> None:
-        values = {":done": "finished", ":now": iso(datetime.now(UTC)), ":h": healthy, ":c": complete}
+        values = {":done": "finished", ":now": iso(self._clock.now()), ":h": healthy, ":c": complete}
         self._db.update_item(
             TableName=self.table,
             Key=to_item(keys.run(crawl, run_id)),

@@ -12,7 +12,6 @@ that completed it died right after) moves it on itself.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 
 from botocore.exceptions import ClientError
@@ -20,13 +19,16 @@ from botocore.exceptions import ClientError
 from sluice.adapters.aws import keys
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 
 _SEND_BATCH = 10
 
 
 class SqsShardTasks:
-    def __init__(self, queue_url: str, table: str, *, ttl_days: int = 15) -> None:
+    def __init__(self, queue_url: str, table: str, *, ttl_days: int = 15, clock: Clock = SYSTEM_CLOCK) -> None:
         self.queue_url, self.table, self.ttl_s = queue_url, table, ttl_days * 86400
+        self.clock = clock
+        """The pipeline's time: a phase's done set expires ``ttl_days`` after its last shard."""
 
     def start(self, attempt: Mapping[str, object], phase: str) -> None:
         sqs = client("sqs")
@@ -53,7 +55,7 @@ class SqsShardTasks:
                 ExpressionAttributeValues={
                     ":s": {"NS": [str(shard)]},
                     ":n": {"N": str(shard)},
-                    ":t": {"N": str(int(time.time()) + self.ttl_s)},
+                    ":t": {"N": str(int(self.clock()) + self.ttl_s)},
                 },
                 ReturnValues="ALL_NEW",
             )

@@ -7,8 +7,6 @@ every batch, so a killed run resumes where it stopped.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from sluice.adapters.local.queue import SqliteQueue
 from sluice.adapters.local.records import SqliteRecords
 from sluice.adapters.local.secrets import EnvSecrets
 from sluice.adapters.local.store import Database
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.pipeline.services import Services, Trigger, Tuning
 
 
@@ -35,29 +34,28 @@ class LocalStore:
     objects: FileObjects
     records: SqliteRecords
     hosts: SqliteHostBook
+    clock: Clock
+    """The pipeline's time: the ledger and the queue were built with it, and :meth:`services` hands it on."""
 
     @classmethod
-    def open(cls, folder: Path, *, urls_per_message: int = 10, max_receive_count: int = 5) -> LocalStore:
+    def open(
+        cls, folder: Path, *, urls_per_message: int = 10, max_receive_count: int = 5, clock: Clock = SYSTEM_CLOCK
+    ) -> LocalStore:
         db = Database(folder)
         return cls(
             folder=folder,
             db=db,
-            ledger=SqliteRunLedger(db),
+            ledger=SqliteRunLedger(db, clock=clock),
             frontier=SqliteFrontier(db),
-            queue=SqliteQueue(db, urls_per_message=urls_per_message, max_receive_count=max_receive_count),
+            queue=SqliteQueue(db, urls_per_message=urls_per_message, max_receive_count=max_receive_count, clock=clock),
             objects=FileObjects(folder / "objects"),
             records=SqliteRecords(db),
             hosts=SqliteHostBook(db),
+            clock=clock,
         )
 
     def services(
-        self,
-        specs_dir: Path,
-        tuning: Tuning,
-        *,
-        finalize_later: Trigger,
-        continue_start: Trigger,
-        clock: Callable[[], float] = time.time,
+        self, specs_dir: Path, tuning: Tuning, *, finalize_later: Trigger, continue_start: Trigger
     ) -> Services:
         return Services(
             tuning=tuning,
@@ -71,7 +69,7 @@ class LocalStore:
             specs_dir=specs_dir,
             finalize_later=finalize_later,
             continue_start=continue_start,
-            clock=clock,
+            clock=self.clock,
         )
 
     def close(self) -> None:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sluice.adapters.local.store import Database
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.runs import RunInFlight, RunLock, RunState, finished, iso
 
 
 class SqliteRunLedger:
     """:class:`sluice.ports.RunLedger` on SQLite (the lock and the run are created in one transaction)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._db = db
+        self._clock = clock
+        """The pipeline's time: runs open, are checked, finalize and finish by it (unless a caller says when)."""
 
     def open_run(
         self,
@@ -28,7 +31,7 @@ class SqliteRunLedger:
         run_id: str | None = None,
         now: datetime | None = None,
     ) -> RunState:
-        now = now or datetime.now(UTC)
+        now = now or self._clock.now()
         state = RunState.opened(
             crawl, spec_digest, deadline, trigger=trigger, catalog_run=catalog_run, now=now, run_id=run_id
         )
@@ -108,10 +111,10 @@ class SqliteRunLedger:
         return self._change(crawl, run_id, seeding=False)
 
     def checked(self, crawl: str, run_id: str, done: int) -> None:
-        self._change(crawl, run_id, checked_at=iso(datetime.now(UTC)), checked_done=done)
+        self._change(crawl, run_id, checked_at=iso(self._clock.now()), checked_done=done)
 
     def begin_finalizing(self, crawl: str, run_id: str) -> bool:
-        changed = self._change(crawl, run_id, when="running", status="finalizing", finalizing_at=iso(datetime.now(UTC)))
+        changed = self._change(crawl, run_id, when="running", status="finalizing", finalizing_at=iso(self._clock.now()))
         return changed is not None
 
     def finish(self, crawl: str, run_id: str, *, healthy: bool, complete: bool, records: int, summary_key: str) -> None:
@@ -123,7 +126,7 @@ class SqliteRunLedger:
                 None,
                 {
                     "status": "finished",
-                    "finished_at": iso(datetime.now(UTC)),
+                    "finished_at": iso(self._clock.now()),
                     "healthy": healthy,
                     "complete": complete,
                     "records": records,

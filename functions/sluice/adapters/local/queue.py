@@ -18,12 +18,12 @@ flight (SQS's 120,000; it returns no error, only no messages).
 from __future__ import annotations
 
 import sqlite3
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sluice.adapters.local.store import Database
+from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.messages import QueuedMessage, UrlTask, pack
 
 
@@ -56,8 +56,12 @@ class SqliteQueue:
         visibility_s: float = 900.0,
         head_window: int | None = None,
         in_flight_quota: int | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._db = db
+        self._clock = clock
+        """The pipeline's time, which visibility and delays count in (SQS counts in its own; moving this clock
+        on makes hidden messages visible here, where SQS would still hide them)."""
         self.head_window = head_window
         self.in_flight_quota = in_flight_quota
         self.urls_per_message = urls_per_message
@@ -70,7 +74,7 @@ class SqliteQueue:
 
     def send_messages(self, run_id: str, messages: Sequence[tuple[str, str]], *, delay_s: float = 0.0) -> int:
         """Enqueue ``(group, body)`` messages as they are (tests send malformed ones this way)."""
-        now = time.time()
+        now = self._clock()
         with self._db.transaction() as db:
             db.executemany(
                 "INSERT INTO queue (run_id, grp, body, visible_at, sent_at) VALUES (?, ?, ?, ?, ?)",
@@ -83,7 +87,7 @@ class SqliteQueue:
 
         Messages already received ``max_receive_count`` times move to the dead letters instead.
         """
-        now = time.time()
+        now = self._clock()
         over = (run_id, run_id, now, self.max_receive_count)
         with self._db.transaction() as db:
             db.execute(
@@ -174,11 +178,11 @@ class SqliteQueue:
 
     def return_after(self, receipt: str, delay_s: int) -> None:
         with self._db.transaction() as db:
-            db.execute("UPDATE queue SET visible_at = ? WHERE receipt = ?", (time.time() + delay_s, receipt))
+            db.execute("UPDATE queue SET visible_at = ? WHERE receipt = ?", (self._clock() + delay_s, receipt))
 
     def release_in_flight(self, run_id: str) -> int:
         """Make a run's received, undeleted messages visible now: the process that held them is gone (a resume)."""
-        now = time.time()
+        now = self._clock()
         with self._db.transaction() as db:
             cursor = db.execute(
                 "UPDATE queue SET visible_at = ? WHERE run_id = ? AND receipt IS NOT NULL AND visible_at > ?",
@@ -188,7 +192,7 @@ class SqliteQueue:
 
     def depth(self, run_id: str | None) -> QueueDepth:
         """Messages (of one run, or all) visible, in flight, and dead-lettered."""
-        now = time.time()
+        now = self._clock()
         with self._db.reading() as db:
             visible, in_flight = db.execute(
                 "SELECT COUNT(*) FILTER (WHERE visible_at <= ?), COUNT(*) FILTER (WHERE visible_at > ?) "
@@ -223,7 +227,7 @@ class SqliteQueue:
 
         A letter another redrive took meanwhile is neither moved nor counted twice.
         """
-        now = time.time()
+        now = self._clock()
         with self._db.transaction() as db:
             moved = 0
             for message_id in move:
