@@ -24,6 +24,7 @@ from sluice.spec import parse_spec
 from sluice.spec.columns import Column
 
 RUN = "20261201T031700Z-3fa2c1"
+NOW = datetime(2026, 12, 1, 4, 30, tzinfo=UTC)
 TYPED = parse_spec(
     {
         "name": "typed-books",
@@ -112,17 +113,18 @@ def test_the_token_is_the_same_for_a_redelivery_and_another_for_a_new_generation
 
 def test_a_copy_is_started_once_per_generation() -> None:
     athena, objects = Athena(), Objects()
-    first = start_copy(athena, objects, TYPED, "bkt", RUN)
-    again = start_copy(athena, objects, TYPED, "bkt", RUN)
+    first = start_copy(athena, objects, TYPED, "bkt", RUN, now=NOW)
+    again = start_copy(athena, objects, TYPED, "bkt", RUN, now=NOW)
     assert len(athena.started) == 2  # one UNLOAD a type, once
+    assert first.started_at == "2026-12-01T04:30:00+00:00"  # the time the clock gave, not the wall's
     assert (first.status, again.tables[1].query_id) == ("RUNNING", "q2")
-    start_copy(athena, objects, TYPED, "bkt", RUN, generation="reextract-1")
+    start_copy(athena, objects, TYPED, "bkt", RUN, now=NOW, generation="reextract-1")
     assert len(athena.started) == 4
 
 
 def test_a_refused_start_is_recorded_and_started_again_by_the_sweep() -> None:
     objects = Objects()
-    refused = start_copy(Athena(refuse=True), objects, TYPED, "bkt", RUN)
+    refused = start_copy(Athena(refuse=True), objects, TYPED, "bkt", RUN, now=NOW)
     assert refused.status == "NOT_STARTED"
     assert refused.reason is not None
     assert refused.reason.startswith("Athena refused the UNLOAD of typed_books__listing: StartQueryExecution")
@@ -136,18 +138,18 @@ def test_a_refused_start_is_recorded_and_started_again_by_the_sweep() -> None:
 
 def test_a_failed_query_fails_the_copy_with_its_reason_and_a_settled_copy_is_not_asked_again() -> None:
     athena, objects = Athena(), Objects()
-    state = start_copy(athena, objects, TYPED, "bkt", RUN)
+    state = start_copy(athena, objects, TYPED, "bkt", RUN, now=NOW)
     athena.states["q1"] = ("RUNNING", None)
-    assert check_copy(athena, objects, state).status == "RUNNING"
+    assert check_copy(athena, objects, state, now=NOW).status == "RUNNING"
     athena.states["q1"] = ("FAILED", "HIVE_BAD_DATA: field price")
-    failed = check_copy(athena, objects, state)
+    failed = check_copy(athena, objects, state, now=NOW)
     assert failed.status == "FAILED"
     assert failed.reason == "the UNLOAD of typed_books__listing ended FAILED: HIVE_BAD_DATA: field price"
     stored = read_state(objects, "typed-books", RUN)
     assert stored is not None
     assert stored.status == "FAILED"
     athena.states["q1"] = ("SUCCEEDED", None)
-    assert check_copy(athena, objects, stored).status == "FAILED"
+    assert check_copy(athena, objects, stored, now=NOW).status == "FAILED"
 
 
 def test_the_sweep_skips_runs_without_records_old_runs_and_runs_just_finished() -> None:
@@ -178,11 +180,11 @@ def test_a_start_refused_part_way_keeps_the_started_query_and_starts_only_the_re
             return super().start(sql, token)
 
     athena, objects = Flaky(), Objects()
-    partial = start_copy(athena, objects, TYPED, "bkt", RUN)
+    partial = start_copy(athena, objects, TYPED, "bkt", RUN, now=NOW)
     assert partial.status == "NOT_STARTED"
     assert [t.query_id for t in partial.tables] == ["q1", None]
     athena.throttled = False
-    again = start_copy(athena, objects, TYPED, "bkt", RUN)
+    again = start_copy(athena, objects, TYPED, "bkt", RUN, now=NOW)
     assert again.status == "RUNNING"
     assert [t.query_id for t in again.tables] == ["q1", "q2"]
     assert len(athena.started) == 2
@@ -203,12 +205,12 @@ def test_a_failed_or_refused_copy_counts_parquet_failed_for_its_crawl_and_a_runn
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     athena, objects = Athena(), Objects()
-    state = start_copy(athena, objects, TYPED, "bkt", RUN)
+    state = start_copy(athena, objects, TYPED, "bkt", RUN, now=NOW)
     athena.states["q1"] = ("RUNNING", None)
-    check_copy(athena, objects, state)
+    check_copy(athena, objects, state, now=NOW)
     assert _parquet_failed(capsys.readouterr().out) == []
     athena.states["q1"] = ("FAILED", "HIVE_BAD_DATA: field price")
-    check_copy(athena, objects, state)
+    check_copy(athena, objects, state, now=NOW)
     assert _parquet_failed(capsys.readouterr().out) == [("typed-books", 1.0)]
-    start_copy(Athena(refuse=True), Objects(), TYPED, "bkt", RUN)
+    start_copy(Athena(refuse=True), Objects(), TYPED, "bkt", RUN, now=NOW)
     assert _parquet_failed(capsys.readouterr().out) == [("typed-books", 1.0)]

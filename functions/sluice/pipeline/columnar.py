@@ -149,8 +149,8 @@ def request_token(crawl: str, run_id: str, kind: str | None, generation: str) ->
     return hashlib.sha256(f"{crawl}\n{run_id}\n{kind or ''}\n{generation}".encode()).hexdigest()
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def _stamp(now: datetime) -> str:
+    return now.astimezone(UTC).isoformat(timespec="seconds")
 
 
 def read_state(objects: CopyStore, crawl: str, run_id: str) -> CopyState | None:
@@ -159,7 +159,14 @@ def read_state(objects: CopyStore, crawl: str, run_id: str) -> CopyState | None:
 
 
 def start_copy(
-    engine: QueryEngine, objects: CopyStore, spec: CrawlSpec, bucket: str, run_id: str, *, generation: str = FINALIZED
+    engine: QueryEngine,
+    objects: CopyStore,
+    spec: CrawlSpec,
+    bucket: str,
+    run_id: str,
+    *,
+    now: datetime,
+    generation: str = FINALIZED,
 ) -> CopyState:
     """Start the run's ``UNLOAD``s, once per generation: a copy already started in it is left as it is.
 
@@ -171,7 +178,7 @@ def start_copy(
     before = (
         {t.table: t for t in known.tables if t.query_id} if known is not None and known.generation == generation else {}
     )
-    state = CopyState(spec.name, run_id, generation, "RUNNING", _now())
+    state = CopyState(spec.name, run_id, generation, "RUNNING", _stamp(now))
     for unload in unloads(spec, bucket, run_id):
         if unload.table in before:
             state.tables.append(before[unload.table])
@@ -195,7 +202,7 @@ def start_copy(
     return state
 
 
-def check_copy(engine: QueryEngine, objects: CopyStore, state: CopyState) -> CopyState:
+def check_copy(engine: QueryEngine, objects: CopyStore, state: CopyState, *, now: datetime) -> CopyState:
     """A running copy's queries read back: SUCCEEDED when every one did, FAILED (recorded, alerted) when one did not."""
     if state.status != "RUNNING":
         return state
@@ -216,7 +223,7 @@ def check_copy(engine: QueryEngine, objects: CopyStore, state: CopyState) -> Cop
         state.reason = f"the UNLOAD of {failed.table} ended {failed.state}: {failed.reason or 'no reason given'}"[:500]
     elif all(s == "SUCCEEDED" for s in states):
         state.status = "SUCCEEDED"
-    state.checked_at = _now()
+    state.checked_at = _stamp(now)
     objects.put(copy_state_key(state.crawl, state.run_id), state.to_json(), "application/json")
     if state.status == "FAILED":
         _alert(state)
@@ -232,32 +239,31 @@ def check_recent(
     specs: Sequence[CrawlSpec],
     bucket: str,
     *,
-    now: datetime | None = None,
+    now: datetime,
 ) -> list[CopyState]:
     """The sweep's look at each crawl's recently finished runs: a running copy checked, a refused one started
     again, a missing one (the finalizer stopped between its verdict and the start) started and said so."""
-    moment = now or datetime.now(UTC)
     seen: list[CopyState] = []
     for spec in specs:
         for run in ledger.recent_runs(spec.name, RECENT_RUNS):
             if not _copied(run) or run.finished_at is None:
                 continue
             finished = datetime.fromisoformat(run.finished_at)
-            if moment - finished > CHECK_WINDOW:
+            if now - finished > CHECK_WINDOW:
                 continue
             state = read_state(objects, spec.name, run.run_id)
             if state is None:
-                if moment - finished < MISSING_AFTER:
+                if now - finished < MISSING_AFTER:
                     continue  # its finalizer may be starting it right now
                 logger.warning(
                     "parquet copy missing: starting it",
                     extra={"event": "alert", "crawl": spec.name, "run_id": run.run_id, "check": "parquet"},
                 )
-                state = start_copy(engine, objects, spec, bucket, run.run_id)
+                state = start_copy(engine, objects, spec, bucket, run.run_id, now=now)
             elif state.status == "NOT_STARTED":
-                state = start_copy(engine, objects, spec, bucket, run.run_id, generation=state.generation)
+                state = start_copy(engine, objects, spec, bucket, run.run_id, now=now, generation=state.generation)
             else:
-                state = check_copy(engine, objects, state)
+                state = check_copy(engine, objects, state, now=now)
             seen.append(state)
     return seen
 
@@ -306,7 +312,9 @@ def copy_finished(services: Services, finalized: Sequence[Finalized]) -> list[Co
     for done in finalized:
         if (done.summary.get("records") or {}).get("total"):
             spec = services.spec(done.crawl)
-            started.append(start_copy(copy.engine, services.objects, spec, copy.bucket, done.run_id))
+            started.append(
+                start_copy(copy.engine, services.objects, spec, copy.bucket, done.run_id, now=services.clock.now())
+            )
     return started
 
 
@@ -317,7 +325,7 @@ def sweep_copies(services: Services) -> list[CopyState]:
     names = sorted({p.stem for p in spec_files(services.specs_dir)})
     specs = [services.spec(name) for name in names]
     copy = services.parquet
-    return check_recent(copy.engine, services.objects, services.ledger, specs, copy.bucket)
+    return check_recent(copy.engine, services.objects, services.ledger, specs, copy.bucket, now=services.clock.now())
 
 
 def describe(state: CopyState | None, location: str) -> str:

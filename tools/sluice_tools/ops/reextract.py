@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from sluice.adapters.aws.queue import SqsQueue
 from sluice.adapters.aws.records import DynamoRecords
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
+from sluice.domain.clock import SYSTEM_CLOCK
 from sluice.domain.layout import parquet_prefix
 from sluice.pipeline.columnar import CopyState, start_copy
 from sluice.pipeline.reextract import Reextracted, reextract_run
@@ -107,8 +107,9 @@ def copy_again(stage: Stage, spec: CrawlSpec, run_id: str) -> CopyState:
         if keys:  # a page lists at most 1,000 keys, what one delete takes
             s3.delete_objects(Bucket=stage.bucket, Delete={"Objects": keys, "Quiet": True})
     engine = AthenaQueries(stage.config.parquet_workgroup, stage.config.glue_database)
-    generation = f"reextract-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
-    return start_copy(engine, S3Objects(stage.bucket), spec, stage.bucket, run_id, generation=generation)
+    now = SYSTEM_CLOCK.now()
+    generation = f"reextract-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
+    return start_copy(engine, S3Objects(stage.bucket), spec, stage.bucket, run_id, now=now, generation=generation)
 
 
 def report(done: Reextracted) -> str:
