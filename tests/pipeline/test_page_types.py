@@ -14,7 +14,7 @@ from sluice.domain.pages import PageResult, PartBlock
 from sluice.messages import UrlTask
 from sluice.pipeline.carried import MapCache, by_link, refresh
 from sluice.pipeline.links import parent_id
-from sluice.pipeline.visit import records_part
+from sluice.pipeline.page_results import RecordsPart
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.ops.query import crawl_tables, run_query
 from sluice_tools.runner.session import LocalRun
@@ -378,7 +378,7 @@ def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeli
     listing_url = "http://127.0.0.1:1/_test/carry-list/k?n=10000"
     links = [f"http://127.0.0.1:1/_test/carry-item/{i}" for i in range(10_000)]
     kids = by_link({link: {"price": i + 100} for i, link in enumerate(links)})
-    part = records_part(part_key("carry-many", run_id, "p1"))
+    part = RecordsPart(part_key("carry-many", run_id, "p1"))
     result = part.add_records(PageResult(listing_url, 0, "seed", "fetched", kids=kids), [])
     assert (result.kids, result.kids_block) == (None, PartBlock("p1", 0, len(part.body) - 1))
     services.objects.put(part.key, bytes(part.body), "application/x-ndjson")

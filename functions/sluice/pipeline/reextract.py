@@ -43,8 +43,8 @@ from sluice.observability import logger
 from sluice.pipeline.archive import ArchivedResponse, ArchiveUnreadable, read_response
 from sluice.pipeline.finalize import rebuild_output, summary_json
 from sluice.pipeline.output import output_block
+from sluice.pipeline.page_results import RecordsPart, extract_again
 from sluice.pipeline.services import Services
-from sluice.pipeline.visit import RecordsPart, extract_again, records_part
 from sluice.spec import CrawlSpec
 
 CHUNK_PAGES = 500
@@ -228,15 +228,16 @@ def _reextract_chunk(
     before = _catalog_digests(services, catalog_run, [url_hash(r.url) for r in archived])
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         responses = list(pool.map(lambda r: _read(services, crawl, r, tally.sizes), archived))
-    part = records_part(part_key(crawl, run_id, f"reextract-{spec.digest()}-{entries[0].url_hash[:16]}"))
+    part = RecordsPart(part_key(crawl, run_id, f"reextract-{spec.digest()}-{entries[0].url_hash[:16]}"))
     replaced: list[PageResult] = []
     upserts: dict[str, Record] = {}
+    now = int(services.clock())  # what extraction stamps; each result keeps its own fetch time
     for result, response in zip(archived, responses, strict=True):
         if isinstance(response, str):
             tally.miss(result.url, response)
             kept.append(result)
             continue
-        new = _extract(spec, result, response, before.get(result.url))
+        new = _extract(spec, result, response, before.get(result.url), now)
         if new is None:
             tally.refused += 1
             kept.append(result)
@@ -277,7 +278,7 @@ def _keep(
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         blocks = list(pool.map(read, places))
     results = []
-    part_id = part.key.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    part_id = part.part_id
     for result, data in zip(kept, blocks, strict=True):
         if not data:  # nothing of it in the output: there is nothing left to keep
             tally.lost += 1
@@ -306,7 +307,7 @@ def _catalog_digests(services: Services, catalog_run: str | None, hashes: list[s
 
 
 def _extract(
-    spec: CrawlSpec, result: PageResult, response: ArchivedResponse, digests: bytes | None
+    spec: CrawlSpec, result: PageResult, response: ArchivedResponse, digests: bytes | None, now: int
 ) -> tuple[PageResult, list[Record], list[Record]] | None:
     """The page's result with its records extracted again; None if extraction refused the page (it keeps its own)."""
     task = UrlTask(url=result.url, depth=result.depth, origin=result.origin, via=response.via, carry=response.carry)
@@ -321,7 +322,7 @@ def _extract(
         elapsed_s=0.0,
     )
     prior = Prior(digests=digests) if digests else None
-    fresh, records, upserts = extract_again(spec, task, prior, outcome)
+    fresh, records, upserts = extract_again(spec, task, prior, outcome, now)
     if fresh.outcome != "fetched":
         return None
     return (
