@@ -274,12 +274,12 @@ def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
     assert (t.done, t.fetched, t.failed) == (3, 2, 1)
 
 
-def test_page_whose_carried_records_are_gone_is_fetched_whole_not_emptied(
+def test_page_whose_reused_records_are_gone_is_fetched_whole_not_emptied(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     first = pipeline.run(CRAWL)
-    # The catalog run's page index is what says a page's records can be carried; without it, none can.
+    # The catalog run's page index is what says a page's records can be reused; without it, none can.
     objects = pipeline.services.objects
     index = objects.get(index_key(CRAWL, first))
     assert index is not None

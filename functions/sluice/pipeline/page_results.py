@@ -3,6 +3,10 @@
 Pure: no queue, no table, no clock (the caller says when ``now`` is). A batch's visits
 (:mod:`sluice.pipeline.page_visit`) and a re-extraction (:mod:`sluice.pipeline.reextract`) both
 make their results here, so a page counts the same whichever way its records were made.
+
+"Reused" is the word for records the catalog run made that this run takes as they are: a 304, the
+same body again, or a page not due. "Carried" is the other word: fields a linking page carries
+along a link (the spec's ``carry``, :mod:`sluice.pipeline.carried`).
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ def failed_result(task: UrlTask, outcome: Failed, prior: Prior | None = None) ->
     )
 
 
-def carried_result(
+def reused_result(
     task: UrlTask,
     prior: Prior,
     validators: Validators,
@@ -110,7 +114,7 @@ def carried_result(
     now: int | None = None,
     why: str | None = None,
 ) -> PageResult:
-    """A page whose records are the catalog run's, carried (a 304, the same body again, or not due): counted,
+    """A page whose records are the catalog run's, reused (a 304, the same body again, or not due): counted,
     nothing rewritten. A page not due keeps the time of the fetch its records come from, and its interval, and
     says ``why`` (:data:`~sluice.domain.pages.BY_SCHEDULE`, or nothing for a sitemap); the others were fetched
     ``now``."""
@@ -125,7 +129,7 @@ def carried_result(
         body_hash=prior.body_hash,
         counts=RecordCounts(unchanged=prior.records),
         digests=prior.digests,
-        carried=prior.records > 0,
+        reused=prior.records > 0,
         fetched_at=now if due else prior.fetched_at,
         reason=None if due else why,
         interval=None if due else prior.interval,
@@ -134,13 +138,13 @@ def carried_result(
 
 
 def fetched_visit(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched, now: int) -> Visit:
-    """A page the site answered with a body: carried if it is the body the catalog run saw, else extracted, its
+    """A page the site answered with a body: reused if it is the body the catalog run saw, else extracted, its
     records classified against the catalog run's, and its links (with what they carry) found."""
     body_hash = outcome.content_hash
-    if prior is not None and prior.carried and prior.body_hash == body_hash:
+    if prior is not None and prior.reused and prior.body_hash == body_hash:
         # The same bytes as the catalog run saw: the same records and links (the spec is unchanged,
-        # or the scheduler would not have said "carried"), so nothing is extracted or rewritten.
-        return Visit(task, carried_result(task, prior, outcome.validators, outcome.status, now=now))
+        # or the scheduler would not have said "reused"), so nothing is extracted or rewritten.
+        return Visit(task, reused_result(task, prior, outcome.validators, outcome.status, now=now))
     try:
         extraction = extract_page(spec, outcome.final_url, parser_input(outcome.body, outcome.content_type), task.via)
     except PageTooComplex as exc:  # refused before parsing: failed for good, with the reason
@@ -182,16 +186,16 @@ def extract_again(
     spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: Fetched, now: int
 ) -> tuple[PageResult, list[Record], list[Record]]:
     """A page's result, records and new or changed records from a response already had (``sluice reextract``),
-    as a fetch makes them. Never carried (the records are extracted whatever the body's hash), and its links
+    as a fetch makes them. Never reused (the records are extracted whatever the body's hash), and its links
     are not followed. ``now`` is the result's fetch time (a re-extraction's caller keeps the result's own)."""
-    visit = fetched_visit(spec, task, replace(prior, carried=False) if prior is not None else None, outcome, now)
+    visit = fetched_visit(spec, task, replace(prior, reused=False) if prior is not None else None, outcome, now)
     return visit.result, visit.records, visit.upserts
 
 
 def not_due_yet(schedule: Schedule, task: UrlTask, prior: Prior, now: int) -> bool:
-    """The recrawl schedule's say, for a page no sitemap lastmod decides: not due, and its records can be carried."""
-    if task.lastmod is not None or not prior.carriable:
-        return False  # a sitemap's lastmod knows better than a guess; records that cannot be carried are fetched
+    """The recrawl schedule's say, for a page no sitemap lastmod decides: not due, and its records can be reused."""
+    if task.lastmod is not None or not prior.reusable:
+        return False  # a sitemap's lastmod knows better than a guess; records that cannot be reused are fetched
     return not schedule.due(prior.fetched_at, prior.interval, now, seed=task.depth == 0)
 
 
@@ -240,7 +244,7 @@ def awaits_parent(spec: CrawlSpec, task: UrlTask) -> bool:
 
 def page_type(spec: CrawlSpec, visit: Visit) -> str | None:
     """The type a page's result is counted under: what its extraction took it for (the final URL's), else what
-    its URL and the rule that led there say (a page carried, failed or skipped was not extracted)."""
+    its URL and the rule that led there say (a page reused, failed or skipped was not extracted)."""
     if spec.types is None:
         return None
     return visit.result.type or spec.page_type(visit.task.url, visit.task.via)

@@ -26,12 +26,12 @@ from sluice.observability import logger
 from sluice.pipeline.page_results import (
     Retry,
     Visit,
-    carried_result,
     failed_result,
     fetched_visit,
     not_due_yet,
     page_changed,
     page_type,
+    reused_result,
     skipped_result,
 )
 from sluice.pipeline.requeue import IN_PROCESS_WAIT_CAP_S
@@ -134,18 +134,18 @@ async def visit_page(
     that is not on its last try."""
     prior = task.prior.prior() if task.prior is not None else None
     if prior is not None and prior.not_due(task.lastmod):
-        # A sitemap says the page has not changed since its last fetch: not asked at all, carried as a 304 is.
-        return Visit(task, carried_result(task, prior, Validators(prior.etag, prior.last_modified), None, due=False))
+        # A sitemap says the page has not changed since its last fetch: not asked at all, reused as a 304 is.
+        return Visit(task, reused_result(task, prior, Validators(prior.etag, prior.last_modified), None, due=False))
     schedule = spec.recrawl.schedule() if spec.recrawl is not None else None
     if schedule is not None and prior is not None and not_due_yet(schedule, task, prior, int(clock())):
-        # Its recrawl interval has not run out: not asked, carried as a page a sitemap says is unchanged.
+        # Its recrawl interval has not run out: not asked, reused as a page a sitemap says is unchanged.
         known = Validators(prior.etag, prior.last_modified)
-        return Visit(task, carried_result(task, prior, known, None, due=False, why=BY_SCHEDULE))
+        return Visit(task, reused_result(task, prior, known, None, due=False, why=BY_SCHEDULE))
     # Ask "changed since?" only when a 304 can stand for the records (they are in the catalog run's output).
-    conditional = prior is not None and prior.carriable and bool(prior.etag or prior.last_modified)
+    conditional = prior is not None and prior.reusable and bool(prior.etag or prior.last_modified)
     validators = Validators(prior.etag, prior.last_modified) if conditional and prior is not None else None
     outcome: FetchOutcome = await fetcher.fetch(task.url, validators, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
-    if isinstance(outcome, NotModified) and (prior is None or not prior.carriable):
+    if isinstance(outcome, NotModified) and (prior is None or not prior.reusable):
         outcome = await fetcher.fetch(task.url, None, retry_sleep_cap=IN_PROCESS_WAIT_CAP_S)
     now = int(clock())
     match outcome:
@@ -157,7 +157,7 @@ async def visit_page(
             return Visit(task, skipped_result(task, outcome.reason))
         case NotModified():
             kept_validators = outcome.validators.or_else(validators)
-            visit = Visit(task, carried_result(task, prior or Prior(), kept_validators, None, now=now))
+            visit = Visit(task, reused_result(task, prior or Prior(), kept_validators, None, now=now))
         case Fetched():
             visit = fetched_visit(spec, task, prior, outcome, now)
             if archive is not None:

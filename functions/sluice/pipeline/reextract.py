@@ -3,7 +3,7 @@
 When night N's selector broke, the pages were fetched all the same and, with ``output.archive``,
 kept as WARC. ``sluice reextract RUN`` reads back every counted page's response (one range read
 of its :class:`~sluice.domain.pages.ArchiveRef`: this run's archive for a page it fetched, an
-earlier run's for a page it carried), extracts it with the spec given (default: the crawl's
+earlier run's for a page it reused), extracts it with the spec given (default: the crawl's
 current one), and rebuilds the run as finalizing built it (:func:`~sluice.pipeline.finalize.rebuild_output`):
 records files, page index, manifest and a summary with a fresh verdict, and a ``reextracted``
 section saying what was done. No link is followed again: a page that only the fixed spec would
@@ -15,7 +15,7 @@ makes an interruption harmless, and the whole is idempotent: new parts (their ke
 spec's digest, so a second run writes the same keys with the same bytes) before the results that
 point at them, then the output (and the removal of output files the new manifest no longer lists),
 then the run's spec digest and verdict. Run it again after an
-interruption; the next nightly run then carries the repaired records as it carries any run's.
+interruption; the next nightly run then reuses the repaired records as it reuses any run's.
 
 Refused, with the reason: a run that is not finished, a spec of another crawl, a crawl with a run in
 flight (its catalog must not change under it), or a run with no archived response at all. A page
@@ -269,7 +269,7 @@ def _keep(
     tally: _Tally,
 ) -> list[PageResult]:
     """The results of pages that keep their records, each pointing at a copy of them in ``part``: read from the
-    run's output (a carried page, with no block, is read from the catalog run's output as always)."""
+    run's output (a reused page, with no block, is read from the catalog run's output as always)."""
     places = [in_output(url_number(url_hash(r.url))) for r in kept]
 
     def read(place: tuple[str, int, int] | None) -> bytes | None:
@@ -282,7 +282,7 @@ def _keep(
     for result, data in zip(kept, blocks, strict=True):
         if not data:  # nothing of it in the output: there is nothing left to keep
             tally.lost += 1
-            results.append(replace(result, block=None, carried=False))
+            results.append(replace(result, block=None, reused=False))
             continue
         start = len(part.body)
         part.body += data
@@ -336,7 +336,7 @@ def _extract(
             fallback_keys=fresh.fallback_keys,
             type=fresh.type,  # what the spec takes the page for now (its URL and the rule that led there)
             block=None,
-            carried=False,
+            reused=False,
         ),
         records,
         upserts,
