@@ -50,7 +50,7 @@ class PriorState(_Message):
     d: Annotated[str, Field(max_length=MAX_DIGESTS_B64)] = ""
     """The page's record digests, base64 (empty when it had more than the queue carries)."""
     c: bool = False
-    """The page's records are in the catalog run's output (a 304 carries them)."""
+    """The page's records are in the catalog run's output (a 304 reuses them): ``Prior.reused``, "c" on the wire."""
     ft: Annotated[int, Field(ge=0)] | None = None
     """When the page was last fetched successfully (epoch seconds): what a sitemap's lastmod is compared with."""
     # Left out of a message when absent: a spec without ``recrawl`` sends the tasks it sent before, byte for byte.
@@ -61,7 +61,7 @@ class PriorState(_Message):
         str | None,
         Field(max_length=MAX_ARCHIVE_REF, pattern=_ARCHIVE_REF, exclude_if=lambda v: v is None),
     ] = None
-    """Where the response the page's records come from is archived (``RUN/FILE/OFFSET/LENGTH``): a carried page
+    """Where the response the page's records come from is archived (``RUN/FILE/OFFSET/LENGTH``): a reused page
     keeps it, so a re-extraction reaches every page's bytes."""
 
     @classmethod
@@ -78,7 +78,7 @@ class PriorState(_Message):
             body=prior.body_hash,
             n=prior.records,
             d=digests,
-            c=prior.carried,
+            c=prior.reused,
             ft=prior.fetched_at,
             iv=prior.interval,
             a=prior.archive.to_text() if prior.archive is not None else None,
@@ -92,7 +92,7 @@ class PriorState(_Message):
             body_hash=self.body,
             records=self.n,
             digests=base64.b64decode(self.d),
-            carried=self.c,
+            reused=self.c,
             fetched_at=self.ft,
             interval=self.iv,
             archive=archive,

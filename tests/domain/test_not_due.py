@@ -13,16 +13,16 @@ FETCHED_AT = 1_796_000_000
 @pytest.mark.parametrize(
     ("prior", "lastmod", "not_due"),
     [
-        (Prior(records=20, carried=True, fetched_at=FETCHED_AT), FETCHED_AT - 1, True),
-        (Prior(records=0, fetched_at=FETCHED_AT), FETCHED_AT - 1, True),  # nothing to carry: nothing lost
-        (Prior(records=20, carried=True, fetched_at=FETCHED_AT), FETCHED_AT, False),  # the same second may be later
-        (Prior(records=20, carried=True, fetched_at=FETCHED_AT), FETCHED_AT + 60, False),
-        (Prior(records=20, carried=True, fetched_at=FETCHED_AT), None, False),  # no lastmod: fetched as usual
-        (Prior(records=20, carried=True), FETCHED_AT - 1, False),  # never fetched successfully
-        (Prior(records=20, carried=False, fetched_at=FETCHED_AT), FETCHED_AT - 1, False),  # its block is not whole
+        (Prior(records=20, reused=True, fetched_at=FETCHED_AT), FETCHED_AT - 1, True),
+        (Prior(records=0, fetched_at=FETCHED_AT), FETCHED_AT - 1, True),  # nothing to reuse: nothing lost
+        (Prior(records=20, reused=True, fetched_at=FETCHED_AT), FETCHED_AT, False),  # the same second may be later
+        (Prior(records=20, reused=True, fetched_at=FETCHED_AT), FETCHED_AT + 60, False),
+        (Prior(records=20, reused=True, fetched_at=FETCHED_AT), None, False),  # no lastmod: fetched as usual
+        (Prior(records=20, reused=True), FETCHED_AT - 1, False),  # never fetched successfully
+        (Prior(records=20, reused=False, fetched_at=FETCHED_AT), FETCHED_AT - 1, False),  # its block is not whole
     ],
 )
-def test_a_page_is_not_due_only_when_fetched_after_its_lastmod_and_its_records_can_be_carried(
+def test_a_page_is_not_due_only_when_fetched_after_its_lastmod_and_its_records_can_be_reused(
     prior: Prior, lastmod: int | None, not_due: bool
 ) -> None:
     assert prior.not_due(lastmod) is not_due
@@ -35,14 +35,14 @@ def test_the_fetch_time_travels_through_the_store_and_the_task_and_a_page_not_du
         origin="seed",
         outcome="not_due",
         counts=RecordCounts(unchanged=20),
-        carried=True,
+        reused=True,
         fetched_at=FETCHED_AT,
     )
     assert result.to_plain()["ft"] == FETCHED_AT
     assert PageResult.from_plain(result.to_plain()) == result
     assert result.holds_records
     prior = PriorState.of(result.prior()).prior()
-    assert (prior.fetched_at, prior.carried, prior.records) == (FETCHED_AT, True, 20)
+    assert (prior.fetched_at, prior.reused, prior.records) == (FETCHED_AT, True, 20)
 
 
 def test_what_a_listing_carried_round_trips_through_the_stores_plain_form() -> None:

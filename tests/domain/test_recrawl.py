@@ -132,7 +132,7 @@ def test_the_largest_task_with_an_interval_still_fits_one_message_under_64_kb() 
         body_hash="b" * 64,
         records=MAX_DIGESTS,
         digests=b"\xff" * (MAX_DIGESTS * RECORD_DIGEST_BYTES),
-        carried=True,
+        reused=True,
         fetched_at=FETCHED_AT,
         interval=MAX_INTERVAL_S,
     )

@@ -1,6 +1,6 @@
 """What a finalizer wrote for synthetic runs, in a form two finalizers can be compared by.
 
-``capture`` finalizes a first run and a nightly run (carried, changed and gone pages, keys two
+``capture`` finalizes a first run and a nightly run (reused, changed and gone pages, keys two
 pages share) on a fresh local store and returns, per run, its summary without what differs from
 one finalizing to the next (ids, clocks, the finalizer's own seconds and what they cost) and its
 output lines, sorted. ``python -m tests.finalize.golden`` wrote ``golden.json`` with the finalizer

@@ -2,7 +2,7 @@
 
 ``golden.json`` was written by ``python -m tests.finalize.golden`` with the finalizer as it was
 before it was sharded (one process, one scan, one set of files): for a first run and a nightly
-run of 600 synthetic pages (pages failed, skipped, keys two pages share, pages carried from the
+run of 600 synthetic pages (pages failed, skipped, keys two pages share, pages reused from the
 first run's output, pages gone), each run's summary without what differs between two finalizings
 (ids, clocks, the finalizer's own seconds and their cost) and the SHA-256 of its output lines,
 sorted. Here the same runs are finalized with 1, 32 and 128 shards and compared field by field.
@@ -66,6 +66,6 @@ def test_the_golden_runs_hold_what_the_comparison_needs() -> None:
     assert first["records"]["duplicates_dropped"] > 0  # keys two pages share (most in two shards)
     assert first["pages"]["failed"] > 0
     assert first["pages"]["skipped"] > 0
-    assert nightly["pages"]["not_modified"] > 0  # carried from the first run's output
+    assert nightly["pages"]["not_modified"] > 0  # reused from the first run's output
     assert nightly["records"]["gone"] > 0  # records of the first run's output this run lacks
     assert nightly["records"]["carried_missing"] > 0  # partial blocks are not carried

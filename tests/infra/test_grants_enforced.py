@@ -3,7 +3,7 @@
 Each function's role policy comes from the synthesized template (``tools/sluice_tools/emulate/grants.py``);
 the scheduler, the fetchers (and the event source mapping, which polls with the fetcher's role) and
 the finalizer each call AWS as an IAM user with exactly that policy. A first run and a nightly run
-(conditional requests, carried records, the catalog) against the demo site on 127.0.0.1: any call a
+(conditional requests, reused records, the catalog) against the demo site on 127.0.0.1: any call a
 function makes that its role does not allow fails as AccessDenied and fails the test.
 """
 
@@ -223,7 +223,7 @@ def test_a_first_and_a_nightly_run_need_nothing_the_roles_do_not_grant(granted: 
     assert first["finalize_shards"] == 4  # queued shard tasks, sent, polled and run with the finalizer's role
     assert first["pages"]["fetched"] == 3
     assert first["records"]["total"] == 60
-    nightly = granted.run()  # conditional requests, records carried from the first run's output
+    nightly = granted.run()  # conditional requests, records reused from the first run's output
     assert nightly["pages"]["not_modified"] == 3
     assert nightly["records"]["total"] == 60
     assert nightly["verdict"]["healthy"] is True
@@ -315,7 +315,7 @@ def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract
     assert [s["Action"] for s in on_archive] == ["s3:PutObject"]
     first = granted_archive.run()
     assert first["records"]["total"] == 60
-    nightly = granted_archive.run()  # carried pages keep the first run's archive references
+    nightly = granted_archive.run()  # reused pages keep the first run's archive references
     assert nightly["pages"]["not_modified"] == 3
     assert {name: check.refused for name, check in granted_archive.checks.items()} == {
         n: [] for n in granted_archive.checks

@@ -215,7 +215,7 @@ def test_records_bucket_has_lifecycle_rules_per_prefix(resources: dict[str, Any]
     rules = {r["Id"]: r for r in records["Properties"]["LifecycleConfiguration"]["Rules"]}
     assert rules["expire-work"]["Prefix"] == "work/"
     assert rules["expire-work"]["ExpirationInDays"] == DEFAULT.work_retention_days
-    assert "ExpirationInDays" not in rules["age-run-outputs"]  # a run's output is the next run's carried records
+    assert "ExpirationInDays" not in rules["age-run-outputs"]  # a run's output is the next run's reused records
     assert rules["age-run-outputs"]["Prefix"] == "runs/"
     assert [t["StorageClass"] for t in rules["age-run-outputs"]["Transitions"]] == ["STANDARD_IA", "GLACIER_IR"]
     # The raw archive ages with the outputs it can rebuild, and is kept as long.

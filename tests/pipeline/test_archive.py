@@ -3,7 +3,7 @@
 The archive: one WARC file per batch, every fetched page's response once, each result's reference
 a range holding exactly its record. Re-extraction: night 3's broken selector repaired from the
 archive with a fixed spec and not a single request to the site (its ``/_demo/stats`` counts
-them), a carried page's bytes read from the run that fetched them, the same output twice, the
+them), a reused page's bytes read from the run that fetched them, the same output twice, the
 next night carrying the repaired records, and the refusals.
 """
 
@@ -148,15 +148,15 @@ def test_night_3s_broken_selector_is_repaired_from_the_archive_without_a_request
     assert all(r["price"] is not None for r in pipeline.records(spec.name, night4))
 
 
-def test_a_carried_pages_response_is_read_from_the_run_that_fetched_it(
+def test_a_reused_pages_response_is_read_from_the_run_that_fetched_it(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
-    spec = pipeline.spec(_archived(books_spec("carried", site.base_url)))
+    spec = pipeline.spec(_archived(books_spec("reused", site.base_url)))
     night1 = pipeline.run(spec.name)
-    night2 = pipeline.run(spec.name)  # the same site: every page answers 304, its records carried
-    carried = [e.result for e in pipeline.services.frontier.scan(night2) if e.result is not None]
-    assert {r.outcome for r in carried} == {"not_modified"}
-    assert {r.archive.run_id for r in carried if r.archive is not None} == {night1}
+    night2 = pipeline.run(spec.name)  # the same site: every page answers 304, its records reused
+    reused = [e.result for e in pipeline.services.frontier.scan(night2) if e.result is not None]
+    assert {r.outcome for r in reused} == {"not_modified"}
+    assert {r.archive.run_id for r in reused if r.archive is not None} == {night1}
     before = pipeline.records(spec.name, night2)
     site.reset()
     done = reextract_run(spec.name, night2, pipeline.services)

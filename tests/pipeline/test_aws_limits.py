@@ -22,7 +22,7 @@ from moto import mock_aws
 
 from sluice.adapters.aws.clients import client, reset
 from sluice.domain.hosts import host_key
-from sluice.pipeline import robots, visit
+from sluice.pipeline import page_visit, robots, visit
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import runner as runner_module
@@ -225,7 +225,7 @@ def test_a_fetcher_stopped_at_its_timeout_mid_batch_leaves_the_run_exact(
     config = replace(DEFAULT, fetcher=fetcher_settings)
     # The fetcher keeps 20 s in hand and bounds each fetch by what is left: taken away here, so that a fetch
     # runs past the deadline and Lambda's stop is what ends the invocation.
-    monkeypatch.setattr(visit, "TIME_MARGIN_S", -10.0)
+    monkeypatch.setattr(page_visit, "TIME_MARGIN_S", -10.0)
     monkeypatch.setattr(visit, "PACK_MIN_TIME_S", 0.0)
     # A redelivery waits up to 10 s for the robots.txt answer the stopped invocation was to share: scaled too.
     monkeypatch.setattr(robots, "WAIT_S", 0.3)

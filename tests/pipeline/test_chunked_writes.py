@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from sluice.pipeline import visit as visit_module
-from sluice.pipeline.writer import ChunkedWrites
+from sluice.pipeline.writer import ChunkedWrites, early_chunk
 from sluice_tools.demosite import RunningDemoSite
 
 from .test_exactly_once import BOOKS, CRAWL, PAGES, assert_each_page_and_record_once, fail_first
@@ -133,6 +132,6 @@ def test_a_small_batch_is_one_chunk() -> None:
         return await writes.finish()
 
     assert asyncio.run(batch()) == [5]
-    assert visit_module._early_chunk(19, None, 20) == 0
-    assert visit_module._early_chunk(100, None, 20) == 50
-    assert visit_module._early_chunk(100, None, 0) == 0  # the stack's default: written whole
+    assert early_chunk(19, None, 20) == 0
+    assert early_chunk(100, None, 20) == 50
+    assert early_chunk(100, None, 0) == 0  # the stack's default: written whole

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sluice.domain.layout import index_key
-from sluice.pipeline import visit as visit_module
+from sluice.pipeline import page_visit
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite import RunningDemoSite
 
@@ -252,7 +252,7 @@ def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
     slow = ["/_test/slow/a?seconds=0.3&bytes=200", "/_test/slow/b?seconds=0.3&bytes=200"]
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/status/404", *slow]))
     run_id = pipeline.start(CRAWL)
-    real = visit_module._visit_url
+    real = page_visit.visit_page
     crashed = [False]
 
     async def crashes_once(spec: CrawlSpec, fetcher: Any, task: Any, **options: Any) -> Any:
@@ -261,7 +261,7 @@ def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
             raise RuntimeError("extraction crashed")
         return await real(spec, fetcher, task, **options)
 
-    monkeypatch.setattr(visit_module, "_visit_url", crashes_once)
+    monkeypatch.setattr(page_visit, "visit_page", crashes_once)
     batch = pipeline.receive(10)
     failed = pipeline.deliver(batch)
     assert [m.body for m in batch if m.id in failed] == [m.body for m in batch if "/404" in m.body]
@@ -274,12 +274,12 @@ def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
     assert (t.done, t.fetched, t.failed) == (3, 2, 1)
 
 
-def test_page_whose_carried_records_are_gone_is_fetched_whole_not_emptied(
+def test_page_whose_reused_records_are_gone_is_fetched_whole_not_emptied(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     first = pipeline.run(CRAWL)
-    # The catalog run's page index is what says a page's records can be carried; without it, none can.
+    # The catalog run's page index is what says a page's records can be reused; without it, none can.
     objects = pipeline.services.objects
     index = objects.get(index_key(CRAWL, first))
     assert index is not None

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sluice.domain.hosts import MAX_PAUSE_S, HostState
-from sluice.pipeline.visit import IN_PROCESS_WAIT_CAP_S, visibility_backoff
+from sluice.pipeline.requeue import IN_PROCESS_WAIT_CAP_S, visibility_backoff
 from sluice_tools.demosite import RunningDemoSite
 
 CRAWL = "edge"

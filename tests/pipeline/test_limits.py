@@ -10,7 +10,7 @@ from sluice.domain.pages import MAX_DIGESTS, MAX_REASON, url_hash
 from sluice.domain.recrawl import MAX_INTERVAL_S
 from sluice.fetch.outcomes import Failed, Fetched, Validators
 from sluice.messages import UrlTask
-from sluice.pipeline import visit
+from sluice.pipeline.page_results import failed_result, fetched_visit
 from sluice.spec import parse_spec
 from sluice_tools.meter.dynamo_size import item_size
 
@@ -34,7 +34,7 @@ def result_item_bytes(result: object) -> int:
 def test_a_page_of_fifty_thousand_records_keeps_no_digests_and_fits_one_item() -> None:
     body = ("<ul>" + "".join(f"<li>record {n}</li>" for n in range(50_000)) + "</ul>").encode()
     page = Fetched(URL, URL, 200, "text/html", body, Validators('"e"', None), 1, 0.1)
-    done = visit._fetched(SPEC, UrlTask(url=URL), None, page, FETCHED_AT)
+    done = fetched_visit(SPEC, UrlTask(url=URL), None, page, FETCHED_AT)
     assert done.result.records == 50_000
     assert done.result.digests == b""  # more than MAX_DIGESTS records: classified as all new next run
     assert result_item_bytes(done.result) < 2 * 1024
@@ -43,7 +43,7 @@ def test_a_page_of_fifty_thousand_records_keeps_no_digests_and_fits_one_item() -
 def test_a_page_at_the_digest_limit_keeps_them_inside_the_item_limit() -> None:
     body = ("<ul>" + "".join(f"<li>record {n}</li>" for n in range(MAX_DIGESTS)) + "</ul>").encode()
     page = Fetched(URL, URL, 200, "text/html", body, Validators('"e"', None), 1, 0.1)
-    done = visit._fetched(SPEC, UrlTask(url=URL), None, page, FETCHED_AT)
+    done = fetched_visit(SPEC, UrlTask(url=URL), None, page, FETCHED_AT)
     assert len(done.result.digests) == MAX_DIGESTS * 16
     assert result_item_bytes(done.result) < DYNAMODB_ITEM_LIMIT / 10
     # With a recrawl interval of a year (the most a task carries), still far inside the limit.
@@ -52,6 +52,6 @@ def test_a_page_at_the_digest_limit_keeps_them_inside_the_item_limit() -> None:
 
 def test_a_failure_reason_a_site_can_make_long_is_cut_short() -> None:
     reason = "redirect to " + "https://x.example/" + "a" * 100_000 + " refused"
-    result = visit._failed(UrlTask(url=URL), Failed(URL, reason, retryable=False))
+    result = failed_result(UrlTask(url=URL), Failed(URL, reason, retryable=False))
     assert len(result.reason or "") == MAX_REASON
     assert result_item_bytes(result) < 1024

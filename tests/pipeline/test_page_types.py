@@ -14,7 +14,7 @@ from sluice.domain.pages import PageResult, PartBlock
 from sluice.messages import UrlTask
 from sluice.pipeline.carried import MapCache, by_link, refresh
 from sluice.pipeline.links import parent_id
-from sluice.pipeline.visit import records_part
+from sluice.pipeline.page_results import RecordsPart
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.ops.query import crawl_tables, run_query
 from sluice_tools.runner.session import LocalRun
@@ -76,12 +76,12 @@ def test_a_two_type_spec_writes_each_types_records_keyed_per_type_with_carried_f
     assert {k.removeprefix(prefix).split("/")[0] for k in manifest_keys} == {"type=listing", "type=book"}
 
 
-def test_a_second_run_of_a_typed_spec_carries_each_types_records(
+def test_a_second_run_of_a_typed_spec_reuses_each_types_records(
     pipeline: Any, site: RunningDemoSite, books_spec: Any
 ) -> None:
     pipeline.spec(typed_spec(books_spec, site.base_url))
     first = pipeline.run(CRAWL)
-    second = pipeline.run(CRAWL)  # nothing changed: 304s, every record carried from the first run's files
+    second = pipeline.run(CRAWL)  # nothing changed: 304s, every record reused from the first run's files
     before = sorted((r["_type"], r["_key"], r["price"]) for r in pipeline.records(CRAWL, first))
     after = sorted((r["_type"], r["_key"], r["price"]) for r in pipeline.records(CRAWL, second))
     assert after == before
@@ -286,7 +286,7 @@ def test_a_value_that_changed_on_the_listing_reaches_the_book_seeded_from_the_ca
     assert len(repriced) == len(changed)
     assert [b["url"] for b in books if b["price"] != cards[b["url"]]["price"]] == []
     assert len(logs.named("carried data refreshed")) >= 1
-    # The book's record changed with its card's price: counted as changed, and the next run carries it.
+    # The book's record changed with its card's price: counted as changed, and the next run reuses it.
     assert pipeline.summary(CRAWL, second)["types"]["book"]["changed"] == len(changed)
     third = pipeline.run(CRAWL)
     again = {r["url"]: r["price"] for r in pipeline.records(CRAWL, third) if r["_type"] == "book"}
@@ -378,7 +378,7 @@ def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeli
     listing_url = "http://127.0.0.1:1/_test/carry-list/k?n=10000"
     links = [f"http://127.0.0.1:1/_test/carry-item/{i}" for i in range(10_000)]
     kids = by_link({link: {"price": i + 100} for i, link in enumerate(links)})
-    part = records_part(part_key("carry-many", run_id, "p1"))
+    part = RecordsPart(part_key("carry-many", run_id, "p1"))
     result = part.add_records(PageResult(listing_url, 0, "seed", "fetched", kids=kids), [])
     assert (result.kids, result.kids_block) == (None, PartBlock("p1", 0, len(part.body) - 1))
     services.objects.put(part.key, bytes(part.body), "application/x-ndjson")

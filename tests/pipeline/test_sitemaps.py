@@ -224,7 +224,7 @@ def test_a_changed_spec_fetches_every_page_whatever_its_lastmod(
     data = sitemap_spec(books_spec, site.base_url)
     pipeline.spec(data)
     pipeline.run(CRAWL)
-    data["extract"]["fields"]["stock"] = {"selector": "p.availability"}  # new records: nothing can be carried
+    data["extract"]["fields"]["stock"] = {"selector": "p.availability"}  # new records: nothing can be reused
     pipeline.spec(data)
     site.reset()
     second = pipeline.run(CRAWL)

@@ -79,7 +79,7 @@ def test_record_count_drop_after_a_broken_selector_is_unhealthy(
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     first = pipeline.run(CRAWL)
-    second = pipeline.run(CRAWL)  # nothing changed: 304s, every record carried
+    second = pipeline.run(CRAWL)  # nothing changed: 304s, every record reused
     site.set_catalogue(books=BOOKS, broken_selector=True)
     third = pipeline.run(CRAWL)
 

@@ -56,7 +56,7 @@ def test_each_mistake_names_its_field(recrawl: dict[str, Any], expected: str) ->
     assert any(line.startswith(expected) for line in caught.value.errors), caught.value.errors
 
 
-def test_the_section_leaves_the_digest_alone_so_turning_it_on_carries_the_catalogs_records() -> None:
+def test_the_section_leaves_the_digest_alone_so_turning_it_on_reuses_the_catalogs_records() -> None:
     plain = parse_spec(spec()).digest()
     assert parse_spec(spec(grow=1.0, max_age_days=3)).digest() == plain
     assert parse_spec(spec(adaptive=False)).digest() == plain

@@ -4,7 +4,7 @@ What the finalizer reads of a run is its URLs' results and the parts they point 
 million pages can be made in seconds and finalized as a crawled one would be. Used by
 ``python -m bench.finalize_scale --synthetic N`` and by the finalizer's tests, which need runs with
 every shape the output knows: pages fetched, failed and skipped, record keys two pages share, and a
-nightly run that carries most pages from the first run's output (a 304), changes some and loses
+nightly run that reuses most pages from the first run's output (a 304), changes some and loses
 some (404: their records are gone).
 
 Everything is a function of ``pages`` and the page's number, so two stores made alike are alike.
@@ -49,8 +49,8 @@ class Shape:
     skipped_every: int = 89
     shared_every: int = 50
     """A page whose first record's key another page (a fifth of the run away) holds too."""
-    carried_every: int = 10
-    """Nightly: of each ten pages, seven carried (304), two changed, one gone (404)."""
+    reused_every: int = 10
+    """Nightly: of each ten pages, seven reused (304), two changed, one gone (404)."""
 
 
 class Stores(Protocol):
@@ -95,7 +95,7 @@ def write_run(
 ) -> str:
     """Open a run of ``pages`` seeds, write every page's result and part, and mark it seeded; its id.
 
-    ``night`` 1 fetches every page; a later night (with ``catalog_run``) carries, changes and loses pages.
+    ``night`` 1 fetches every page; a later night (with ``catalog_run``) reuses, changes and loses pages.
     """
     run = store.ledger.open_run(CRAWL, "synthetic", timedelta(hours=12), trigger=None, catalog_run=catalog_run)
     store.ledger.set_seeds(CRAWL, run.run_id, pages)
@@ -120,12 +120,12 @@ def _batch(store: Stores, run_id: str, numbers: range, pages: int, night: int, s
         lines = [_line(_key(n, i, pages, shape), url, night, n, i) for i in range(shape.records)]
         keys = [_key(n, i, pages, shape) for i in range(shape.records)]
         digests = b"".join(digest(k) + _content(line) for k, line in zip(keys, lines, strict=True))
-        kind = n % shape.carried_every if night > 1 else -1
+        kind = n % shape.reused_every if night > 1 else -1
         if kind == 9:
             yield PageResult(url, 0, "seed", "failed", reason="HTTP 404", status=404, ms=30)
         elif kind in range(7):
             counts = RecordCounts(unchanged=shape.records)
-            yield PageResult(url, 0, "seed", "not_modified", status=304, counts=counts, digests=digests, carried=True)
+            yield PageResult(url, 0, "seed", "not_modified", status=304, counts=counts, digests=digests, reused=True)
         else:
             counts = RecordCounts(new=shape.records) if night == 1 else RecordCounts(changed=1, unchanged=9)
             block = PartBlock(part_id, len(body), sum(map(len, lines)))

@@ -38,11 +38,11 @@ class RecordChurn:
     unknown_pages: int = 0
 
     def add_before(self, result: PageResult | None) -> None:
-        """A page of the catalog run: its records were in that run's output if it was fetched or carried."""
+        """A page of the catalog run: its records were in that run's output if it was fetched or reused."""
         self._add(self.before, result)
 
     def add_after(self, result: PageResult | None) -> None:
-        """A page of this run: its records are in this run's output if it was fetched or carried."""
+        """A page of this run: its records are in this run's output if it was fetched or reused."""
         self._add(self.after, result)
 
     def _add(self, side: array[int], result: PageResult | None) -> None:

@@ -6,7 +6,7 @@
 - ``runs/crawl=NAME/run=ID/``: the run's output: ``records/part-NNNNN.jsonl`` (each record once,
   every line carrying its ``_key``; a spec with ``types`` writes ``records/type=TYPE/part-NNNNN.jsonl``,
   its lines carrying ``_type`` too, file numbers running across types), ``pages.index`` (where each
-  page's records are, for the next run's carried pages), ``manifest.json`` and ``summary.json``.
+  page's records are, for the next run's reused pages), ``manifest.json`` and ``summary.json``.
   Partitioned by crawl and run, so Athena/Glue can project partitions without a crawler.
 - ``archive/crawl=NAME/run=ID/FILE.warc.gz``: a spec with ``output.archive`` keeps every response the
   run fetched as WARC, one file per batch (each record its own gzip member, so one range read gives one

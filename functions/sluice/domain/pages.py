@@ -16,7 +16,7 @@ Outcome = Literal["fetched", "not_modified", "not_due", "failed", "skipped"]
 OUTCOMES: tuple[Outcome, ...] = ("fetched", "not_modified", "not_due", "failed", "skipped")
 """``not_due``: a sitemap said the page had not changed since its last successful fetch, or the spec's recrawl
 schedule said its interval had not run out (:data:`BY_SCHEDULE`), so it was not requested at all; its records
-are carried as a 304's are."""
+are reused as a 304's are."""
 BY_SCHEDULE = "schedule"
 """The reason of a page not due by the recrawl schedule (a page not due by its sitemap's lastmod has none)."""
 Origin = Literal["seed", "link"]
@@ -73,7 +73,7 @@ def unpack_digests(packed: bytes) -> dict[bytes, bytes]:
 class ArchiveRef:
     """Where a page's response is in the raw archive: one WARC record, a byte range of one run's archive file.
 
-    The run is the one that fetched the response: a page carried since (a 304, not due) keeps the
+    The run is the one that fetched the response: a page reused since (a 304, not due) keeps the
     reference of the fetch its records come from, so every counted page's bytes stay reachable."""
 
     run_id: str
@@ -105,27 +105,27 @@ class Prior:
     records: int = 0
     digests: bytes = b""
     """The records the page had, as :func:`record_digests` packs them: tells new, changed, unchanged."""
-    carried: bool = False
-    """True when the page's records are in the catalog run's output, so a 304 can carry them."""
+    reused: bool = False
+    """True when the page's records are in the catalog run's output, so a 304 can reuse them."""
     fetched_at: int | None = None
     """When the page was last fetched successfully (a 200 or a 304), in epoch seconds; None if never."""
     interval: int | None = None
     """Its recrawl interval in seconds (a spec with ``recrawl``): asked again once this long after ``fetched_at``."""
     archive: ArchiveRef | None = None
-    """Where the response its records come from is archived (``output.archive``): a carried page keeps it."""
+    """Where the response its records come from is archived (``output.archive``): a reused page keeps it."""
 
     @property
-    def carriable(self) -> bool:
-        """Whether a carry (a 304, the same body again, a sitemap's lastmod) can stand for the page's records."""
-        return self.carried or self.records == 0
+    def reusable(self) -> bool:
+        """Whether a reuse (a 304, the same body again, a sitemap's lastmod) can stand for the page's records."""
+        return self.reused or self.records == 0
 
     def not_due(self, lastmod: int | None) -> bool:
         """True when a sitemap's ``lastmod`` (the latest second it can mean) is before the page's last
-        successful fetch and a carry can stand for its records: then the page is not requested at all.
+        successful fetch and a reuse can stand for its records: then the page is not requested at all.
 
         The same second is not "before": a page changed in the second it was fetched is fetched again.
         """
-        return lastmod is not None and self.fetched_at is not None and lastmod < self.fetched_at and self.carriable
+        return lastmod is not None and self.fetched_at is not None and lastmod < self.fetched_at and self.reusable
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +170,9 @@ class PageResult:
     rejected: Mapping[str, int] = field(default_factory=dict)
     digests: bytes = b""
     block: PartBlock | None = None
-    """Fetched with records: where they are. Not modified with records: None, and ``carried``."""
-    carried: bool = False
-    """The records are the catalog run's, carried without a fetch (a 304, or an identical body)."""
+    """Fetched with records: where they are. Not modified with records: None, and ``reused``."""
+    reused: bool = False
+    """The records are the catalog run's, reused without a fetch (a 304, or an identical body)."""
     ms: int = 0
     """How long the visit waited on the site (its share of the fetcher's time, for the cost estimate)."""
     dropped_links: int = 0
@@ -185,7 +185,7 @@ class PageResult:
     """Links of this page (at ``follow.max_depth``) the run did not know, not followed."""
     fetched_at: int | None = None
     """Epoch seconds of the page's last successful fetch: this run's (a 200 or a 304), or, for a page not
-    due, the one its carried records come from. What the next run compares a sitemap's lastmod with."""
+    due, the one its reused records come from. What the next run compares a sitemap's lastmod with."""
     type: str | None = None
     """The page's type (a spec with ``types``): whose counts, null rates and record-count check it joins."""
     via: str | None = None
@@ -213,7 +213,7 @@ class PageResult:
     """Seconds until the page is asked again, from ``fetched_at`` (:mod:`sluice.domain.recrawl`); None without
     ``recrawl`` in the spec."""
     archive: ArchiveRef | None = None
-    """Where the response this page's records come from is archived: this run's fetch, or, for a carried page,
+    """Where the response this page's records come from is archived: this run's fetch, or, for a reused page,
     the fetch its records come from (``output.archive``; None when it was off)."""
     proxy: str | None = None
     """With ``request.proxies``: the proxy that carried the page's answer (its spec name, never its address)."""
@@ -227,7 +227,7 @@ class PageResult:
 
     @property
     def holds_records(self) -> bool:
-        """The page's records are this run's: it was fetched, or carried (not modified, not due)."""
+        """The page's records are this run's: it was fetched, or reused (not modified, not due)."""
         return self.outcome in ("fetched", "not_modified", "not_due")
 
     @property
@@ -242,7 +242,7 @@ class PageResult:
             body_hash=self.body_hash,
             records=self.records,
             digests=self.digests,
-            carried=self.holds_records and self.records > 0,
+            reused=self.holds_records and self.records > 0,
             fetched_at=self.fetched_at,
             interval=self.interval,
             archive=self.archive if self.holds_records else None,
@@ -268,8 +268,8 @@ class PageResult:
             plain["c"] = counts
         if self.block is not None:
             plain["w"] = [self.block.part, self.block.offset, self.block.length]
-        if self.carried:
-            plain["y"] = True
+        if self.reused:
+            plain["y"] = True  # "y", as items written before the rename have it
         if self.ms:
             plain["ms"] = self.ms
         if self.dropped_links:
@@ -329,7 +329,7 @@ class PageResult:
             rejected={k: int(v) for k, v in (plain.get("j") or {}).items()},
             digests=bytes(plain.get("k") or b""),
             block=PartBlock(str(block[0]), int(block[1]), int(block[2])) if block else None,
-            carried=bool(plain.get("y", False)),
+            reused=bool(plain.get("y", False)),
             ms=int(plain.get("ms", 0)),
             dropped_links=int(plain.get("z", 0)),
             fallback_keys=int(plain.get("fk", 0)),

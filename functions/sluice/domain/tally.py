@@ -126,7 +126,7 @@ class RunTally:
     fetched: int = 0
     not_modified: int = 0
     not_due: int = 0
-    """Pages not requested, carried: a sitemap said they had not changed since their last successful fetch,
+    """Pages not requested, reused: a sitemap said they had not changed since their last successful fetch,
     or their recrawl interval had not run out..."""
     not_due_scheduled: int = 0
     """...of which the recrawl schedule's (the rest are the sitemaps')."""

@@ -35,7 +35,7 @@ class RunCounts:
     fetched: int = 0
     not_modified: int = 0
     not_due: int = 0
-    """Pages not requested because a sitemap said they had not changed: carried, so neither attempted nor failed."""
+    """Pages not requested because a sitemap said they had not changed: reused, so neither attempted nor failed."""
     failed: int = 0
     skipped: int = 0
     records: int = 0

@@ -6,7 +6,7 @@ the task is retried, so a shard that dies and runs again is never counted twice:
 follow read exactly one result per shard.
 
 1. **scan** (URL shard ``s``): read the shard's URL entries (the run's first scan): its tally and
-   usage, its output plan (the blocks to copy, carried pages found in the catalog run's index)
+   usage, its output plan (the blocks to copy, reused pages found in the catalog run's index)
    split by **write group** (below), and its record-key digests by key section: this run's output
    keys with the place of their first copy in each group, and both runs' keys for ``records.gone``.
    Writes ``scan-S.json`` and ``scan-S.bin``.
@@ -20,7 +20,7 @@ follow read exactly one result per shard.
 
 A **write group** is keyed by what its blocks are read from, not by URL: a block of this run's
 parts goes to the group of its part (a hash of the part's name), so each part, a fetcher batch's
-pages spread over every URL shard, is read by one task in one range; a carried block goes to the
+pages spread over every URL shard, is read by one task in one range; a reused block goes to the
 group of its 8 MB region of the catalog run's output file, read by one task in one range. Keyed by
 URL shard, a part's ~100 pages would be read by up to 100 tasks: a ranged GET a page.
 
@@ -179,7 +179,7 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
 def write_group(source: str, offset: int, parts_prefix: str, region_bytes: int, count: int) -> int:
     """The write group of a block, by where it is read from: a hash of its part's key for this run's parts (a
     part is read by one write task, in one range), and of its region (``region_bytes``, the span a range read
-    takes) of a catalog output file for a carried block (each region is read by one task). Keyed by URL shard,
+    takes) of a catalog output file for a reused block (each region is read by one task). Keyed by URL shard,
     every part would be read by a task per shard its pages fall in: about a ranged GET a page."""
     if count == 1:
         return 0

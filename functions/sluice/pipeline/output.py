@@ -7,14 +7,14 @@ manifest. A key held by pages of two shards is kept by the shard that holds its 
 the order the output has always used (by source, then offset); the others are told to drop it.
 
 Sources are this run's part objects (pages fetched and extracted) and the catalog run's output
-(pages carried by a 304 or an identical body), both read in large ranges, never page by page:
+(pages reused by a 304 or an identical body), both read in large ranges, never page by page:
 a million pages are about 10,000 part reads and a few hundred 8 MB ranges. A page's block is
 copied as bytes; only pages holding a record key that another page also holds are read line by
 line, and there the first copy written wins (compared by the key itself, not its digest).
 
 ``pages.index`` says where each page's block landed (25 bytes a page, sorted by URL hash), so the
-next run's finalizer can find the records it carries. A block that lost records to another page
-is marked partial: the next run fetches that page whole rather than carry an incomplete block.
+next run's finalizer can find the records it reuses. A block that lost records to another page
+is marked partial: the next run fetches that page whole rather than reuse an incomplete block.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class OutputPlan:
     typed: bool = False
     """The spec has ``types``: each page's block goes to its type's files (its lines say ``_type``)."""
     blocks: list[_Block] = field(default_factory=list)
-    carried: list[tuple[int, bytes]] = field(default_factory=list)
+    reused: list[tuple[int, bytes]] = field(default_factory=list)
 
     def add(self, entry: UrlEntry) -> None:
         result = entry.result
@@ -125,17 +125,17 @@ class OutputPlan:
             block = result.block
             source = part_key(self.crawl, self.run_id, block.part)
             self.blocks.append(_Block(number, source, block.offset, block.length, result.digests))
-        elif result.carried:
-            self.carried.append((number, result.digests))
+        elif result.reused:
+            self.reused.append((number, result.digests))
 
     def resolve(self, objects: ObjectStore, shard: Shard) -> tuple[list[_Block], int]:
-        """The shard's blocks, carried pages' found in the catalog run's output; and how many it did not have."""
+        """The shard's blocks, reused pages' found in the catalog run's output; and how many it did not have."""
         blocks = list(self.blocks)
         missing = 0
-        if self.carried and self.catalog_run is not None:
+        if self.reused and self.catalog_run is not None:
             catalog = load_index(objects, self.crawl, self.catalog_run, shard)
             files = output_files(objects, self.crawl, self.catalog_run)
-            for number, digests in self.carried:
+            for number, digests in self.reused:
                 where = catalog.find(number)
                 if where is None:
                     missing += 1
@@ -144,7 +144,7 @@ class OutputPlan:
                 source = files.get(file) or records_file(self.crawl, self.catalog_run, file)
                 blocks.append(_Block(number, source, offset, length, digests))
         else:
-            missing = len(self.carried)
+            missing = len(self.reused)
         _digest_unlisted(objects, blocks, typed=self.typed)
         return blocks, missing
 
@@ -157,7 +157,7 @@ class OutputSummary:
     duplicates: int
     """Records left out because another page of the run had the same key."""
     carried_missing: int
-    """Carried pages whose records the catalog run's output did not have (0 unless it was altered)."""
+    """Reused pages whose records the catalog run's output did not have (0 unless it was altered)."""
     bytes: int
     folder: str
     types: dict[str, int] = field(default_factory=dict)

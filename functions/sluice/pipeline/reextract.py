@@ -3,7 +3,7 @@
 When night N's selector broke, the pages were fetched all the same and, with ``output.archive``,
 kept as WARC. ``sluice reextract RUN`` reads back every counted page's response (one range read
 of its :class:`~sluice.domain.pages.ArchiveRef`: this run's archive for a page it fetched, an
-earlier run's for a page it carried), extracts it with the spec given (default: the crawl's
+earlier run's for a page it reused), extracts it with the spec given (default: the crawl's
 current one), and rebuilds the run as finalizing built it (:func:`~sluice.pipeline.finalize.rebuild_output`):
 records files, page index, manifest and a summary with a fresh verdict, and a ``reextracted``
 section saying what was done. No link is followed again: a page that only the fixed spec would
@@ -15,7 +15,7 @@ makes an interruption harmless, and the whole is idempotent: new parts (their ke
 spec's digest, so a second run writes the same keys with the same bytes) before the results that
 point at them, then the output (and the removal of output files the new manifest no longer lists),
 then the run's spec digest and verdict. Run it again after an
-interruption; the next nightly run then carries the repaired records as it carries any run's.
+interruption; the next nightly run then reuses the repaired records as it reuses any run's.
 
 Refused, with the reason: a run that is not finished, a spec of another crawl, a crawl with a run in
 flight (its catalog must not change under it), or a run with no archived response at all. A page
@@ -43,8 +43,8 @@ from sluice.observability import logger
 from sluice.pipeline.archive import ArchivedResponse, ArchiveUnreadable, read_response
 from sluice.pipeline.finalize import rebuild_output, summary_json
 from sluice.pipeline.output import output_block
+from sluice.pipeline.page_results import RecordsPart, extract_again
 from sluice.pipeline.services import Services
-from sluice.pipeline.visit import RecordsPart, extract_again, records_part
 from sluice.spec import CrawlSpec
 
 CHUNK_PAGES = 500
@@ -228,15 +228,16 @@ def _reextract_chunk(
     before = _catalog_digests(services, catalog_run, [url_hash(r.url) for r in archived])
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         responses = list(pool.map(lambda r: _read(services, crawl, r, tally.sizes), archived))
-    part = records_part(part_key(crawl, run_id, f"reextract-{spec.digest()}-{entries[0].url_hash[:16]}"))
+    part = RecordsPart(part_key(crawl, run_id, f"reextract-{spec.digest()}-{entries[0].url_hash[:16]}"))
     replaced: list[PageResult] = []
     upserts: dict[str, Record] = {}
+    now = int(services.clock())  # what extraction stamps; each result keeps its own fetch time
     for result, response in zip(archived, responses, strict=True):
         if isinstance(response, str):
             tally.miss(result.url, response)
             kept.append(result)
             continue
-        new = _extract(spec, result, response, before.get(result.url))
+        new = _extract(spec, result, response, before.get(result.url), now)
         if new is None:
             tally.refused += 1
             kept.append(result)
@@ -268,7 +269,7 @@ def _keep(
     tally: _Tally,
 ) -> list[PageResult]:
     """The results of pages that keep their records, each pointing at a copy of them in ``part``: read from the
-    run's output (a carried page, with no block, is read from the catalog run's output as always)."""
+    run's output (a reused page, with no block, is read from the catalog run's output as always)."""
     places = [in_output(url_number(url_hash(r.url))) for r in kept]
 
     def read(place: tuple[str, int, int] | None) -> bytes | None:
@@ -277,11 +278,11 @@ def _keep(
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         blocks = list(pool.map(read, places))
     results = []
-    part_id = part.key.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    part_id = part.part_id
     for result, data in zip(kept, blocks, strict=True):
         if not data:  # nothing of it in the output: there is nothing left to keep
             tally.lost += 1
-            results.append(replace(result, block=None, carried=False))
+            results.append(replace(result, block=None, reused=False))
             continue
         start = len(part.body)
         part.body += data
@@ -306,7 +307,7 @@ def _catalog_digests(services: Services, catalog_run: str | None, hashes: list[s
 
 
 def _extract(
-    spec: CrawlSpec, result: PageResult, response: ArchivedResponse, digests: bytes | None
+    spec: CrawlSpec, result: PageResult, response: ArchivedResponse, digests: bytes | None, now: int
 ) -> tuple[PageResult, list[Record], list[Record]] | None:
     """The page's result with its records extracted again; None if extraction refused the page (it keeps its own)."""
     task = UrlTask(url=result.url, depth=result.depth, origin=result.origin, via=response.via, carry=response.carry)
@@ -321,7 +322,7 @@ def _extract(
         elapsed_s=0.0,
     )
     prior = Prior(digests=digests) if digests else None
-    fresh, records, upserts = extract_again(spec, task, prior, outcome)
+    fresh, records, upserts = extract_again(spec, task, prior, outcome, now)
     if fresh.outcome != "fetched":
         return None
     return (
@@ -335,7 +336,7 @@ def _extract(
             fallback_keys=fresh.fallback_keys,
             type=fresh.type,  # what the spec takes the page for now (its URL and the rule that led there)
             block=None,
-            carried=False,
+            reused=False,
         ),
         records,
         upserts,

@@ -255,10 +255,10 @@ class SeedPlan:
         self._catalog: RunState | None = None
         if run.catalog_run is not None:
             self._catalog = services.ledger.get_run(spec.name, run.catalog_run)
-        # Records carry over only if the same spec would extract the same records, and only for pages
+        # Records are reused only if the same spec would extract the same records, and only for pages
         # whose whole block the catalog run's output holds (its page index says which).
-        self._carry = self._catalog is not None and self._catalog.spec_digest == spec.digest()
-        self._index = load_index(services.objects, spec.name, run.catalog_run) if self._carry else PageIndex()
+        self._reuse = self._catalog is not None and self._catalog.spec_digest == spec.digest()
+        self._index = load_index(services.objects, spec.name, run.catalog_run) if self._reuse else PageIndex()
         self._schedule = spec.recrawl.schedule() if spec.recrawl is not None else None
 
     @property
@@ -401,12 +401,12 @@ class SeedPlan:
         if entry.result is None:
             return None
         prior: Prior = entry.result.prior()
-        if not self._carry:
+        if not self._reuse:
             # The spec changed: every page is fetched and extracted again (its digests still classify its
             # records). Without validators, so that a page with no records yet cannot answer 304 to a new spec.
             prior = Prior(records=prior.records, digests=prior.digests)
-        elif prior.carried and url_number(entry.url_hash) not in self._index:
-            prior = replace(prior, carried=False)
+        elif prior.reused and url_number(entry.url_hash) not in self._index:
+            prior = replace(prior, reused=False)
         if prior.interval is not None and self._schedule is None:
             prior = replace(prior, interval=None)  # recrawl turned off: the tasks are as they were without it
         return PriorState.of(prior)

@@ -1,15 +1,30 @@
-"""A batch's writes while its fetching goes on: one early chunk, written in a thread, then the rest.
+"""How a batch's visits are written: in an order that makes a crash at any line harmless, in one or two chunks.
 
-Fetching a batch then writing it leaves the batch's hosts idle while it writes: one host's batches
-follow one another (the queue gives a host to one fetcher at a time), so on a single host the write
-is time nobody fetches. :class:`ChunkedWrites` starts writing the pages already visited once half of
-the batch's URLs are done, in a thread, while the other half is still fetched; when the batch's
-fetching ends only the second chunk is left to write.
+Per chunk (:class:`ChunkWriter`): one part object with the chunk's fetched pages' records, one claim per
+new link and one send for them, one conditional write per URL that counts it (its
+:class:`~sluice.domain.pages.PageResult`), one progress report. Every step is safe to repeat and the
+order makes a crash at any line harmless:
 
-Each chunk is written exactly as a whole batch is (``write``: archive, part, claims, records table,
-results, in that order; see :mod:`sluice.pipeline.visit`), so a crash between the chunks leaves the
-first chunk's pages counted and the second's not: the batch's messages come back (they are deleted
-only after :meth:`ChunkedWrites.finish`), and the redelivery skips the pages the first chunk counted.
+0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.archive`) are
+   written before the part and any result (a crash leaves an unreferenced file);
+1. the part is written before any result points at it (a crash leaves an unreferenced part);
+2. links are claimed and sent before the page that found them is counted (a redelivered page
+   sends again the links it claimed and that still wait);
+3. the records table (if the spec asks for it) is upserted, each key once;
+4. a URL's result is written only if none is there yet: redeliveries, regrouped batches and
+   concurrent duplicates count it once, and their parts are never read;
+5. the progress report comes last: it is a hint for the drain trigger, never a count.
+
+A batch's writes while its fetching goes on (:class:`ChunkedWrites`): one early chunk, written in a
+thread, then the rest. Fetching a batch then writing it leaves the batch's hosts idle while it writes:
+one host's batches follow one another (the queue gives a host to one fetcher at a time), so on a
+single host the write is time nobody fetches. :class:`ChunkedWrites` starts writing the pages already
+visited once half of the batch's URLs are done (:func:`early_chunk`), in a thread, while the other half
+is still fetched; when the batch's fetching ends only the second chunk is left to write.
+
+Each chunk is written exactly as a whole batch is, so a crash between the chunks leaves the first
+chunk's pages counted and the second's not: the batch's messages come back (they are deleted only
+after :meth:`ChunkedWrites.finish`), and the redelivery skips the pages the first chunk counted.
 Writes never overlap one another: at most one chunk is in a thread at a time.
 
 At most two chunks a batch, so at most one more part object and one more progress report than a
@@ -22,11 +37,32 @@ worker dying between the chunks must not leave the first chunk's pages out of th
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections import Counter
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from sluice.domain.layout import part_key
+from sluice.domain.pages import PageResult
+from sluice.domain.runs import Progress, RunState, drained
+from sluice.domain.seedset import SeedSet
+from sluice.observability import logger
+from sluice.pipeline.container import Container
+from sluice.pipeline.links import ClaimCache, claim_links, parent_id, unknown_beyond_depth
+from sluice.pipeline.page_results import RecordsPart, Visit
+from sluice.pipeline.services import Services
+from sluice.ports import Claims
+from sluice.spec import CrawlSpec
+
+if TYPE_CHECKING:
+    from sluice.pipeline.archive import BatchArchive
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+RECHECK_S = 60.0
+"""After the finalizer found a run not drained, fetchers wait this long before asking again."""
 
 
 class ChunkedWrites(Generic[T, R]):
@@ -72,3 +108,97 @@ class ChunkedWrites(Generic[T, R]):
         if self._running is not None:
             await asyncio.gather(self._running, return_exceptions=True)
             self._running = None
+
+
+def early_chunk(urls: int, archive: BatchArchive | None, min_urls: int) -> int:
+    """After how many visited pages a batch of ``urls`` starts writing (0: once fetched), for
+    ``Tuning.early_write_urls`` ``min_urls`` (0: off). With ``output.archive`` the batch is written whole:
+    the archive's file is added to on the loop while a chunk would flush it."""
+    if archive is not None or min_urls <= 0 or urls < min_urls:
+        return 0
+    return (urls + 1) // 2
+
+
+@dataclass
+class ChunkWriter:
+    """Writes a chunk of one run's batch (what :class:`ChunkedWrites` calls), in the order of the module doc."""
+
+    services: Services
+    container: Container
+    run: RunState
+    spec: CrawlSpec
+    archive: BatchArchive | None
+    log: dict[str, str]
+
+    def __call__(self, visits: list[Visit]) -> Progress:
+        """A chunk of the batch's writes, in the order that makes a crash anywhere harmless; what it counted."""
+        services, crawl, run_id = self.services, self.run.crawl, self.run.run_id
+        if self.archive is not None:
+            self.archive.flush(services.objects)  # before the part and every result that refers to it
+        part = RecordsPart(part_key(crawl, run_id, uuid.uuid4().hex))
+        results = [part.add(v) for v in visits]
+        if part.body:
+            services.objects.put(part.key, bytes(part.body), "application/x-ndjson")
+        found = [link for v in visits for link in v.links]
+        claimed = 0
+        if found or any(v.beyond_depth for v in visits):
+            seeds = self.container.seed_set(services, crawl, run_id)
+            cache = self.container.claim_cache(run_id)
+            claims = claim_links(services, self.run, self.spec, found, seeds, cache) if found else Claims()
+            claimed = len(claims.won)
+            results = with_limits(results, visits, claims, seeds, cache)
+        if services.records is not None and self.spec.output.records_table:
+            # Before counting, so that a batch that dies after counting has already upserted (upserts are
+            # idempotent); each key once, as one BatchWriteItem must name an item once.
+            upserts = list({rec.identity: rec for v in visits for rec in v.upserts}.values())
+            if upserts:
+                services.records.upsert(crawl, run_id, upserts)
+        counted = services.frontier.complete(run_id, results) if results else []
+        won = [r for r, ok in zip(results, counted, strict=True) if ok]
+        for result in won:
+            _log_page(self.log, result)
+        progress = Progress(
+            claimed=claimed,
+            done=len(won),
+            records=sum(r.records for r in won),
+            failed=sum(r.outcome == "failed" for r in won),
+        )
+        # Each chunk reports what it counted: a worker dying between two chunks must not leave the first
+        # one's pages out of the drain trigger's sum, as nothing would ever count them again.
+        if progress != Progress():
+            services.frontier.add_progress(run_id, progress)
+        if won:
+            self._finalize_if_drained()
+        return progress
+
+    def _finalize_if_drained(self) -> None:
+        """Ask the finalizer when the run looks drained (at most once a :data:`RECHECK_S` after it said no)."""
+        services, crawl, run_id = self.services, self.run.crawl, self.run.run_id
+        run = services.ledger.get_run(crawl, run_id)
+        if run is None or run.checked_within(RECHECK_S):
+            return
+        if drained(run, lambda: services.frontier.progress(run_id)):
+            logger.info("run looks drained: asking the finalizer", extra=self.log)
+            services.finalize_later({"crawl": crawl, "run_id": run_id})
+
+
+def with_limits(
+    results: list[PageResult], visits: list[Visit], claims: Claims, seeds: SeedSet, cache: ClaimCache
+) -> list[PageResult]:
+    """Each page's result with the links the run's limits left out: new links over ``max_pages``, and
+    unknown links of a page at ``max_depth`` (the summary says how much a limit cut the crawl)."""
+    capped = Counter(t.parent for t in claims.capped)
+    limited = []
+    for result, visit in zip(results, visits, strict=True):
+        over = capped.get(parent_id(result.url), 0)
+        beyond = unknown_beyond_depth(visit.beyond_depth, seeds, cache) if visit.beyond_depth else 0
+        limited.append(replace(result, capped_links=over, beyond_depth=beyond) if over or beyond else result)
+    return limited
+
+
+def _log_page(log: dict[str, str], result: PageResult) -> None:
+    if result.outcome in ("failed", "skipped"):
+        logger.warning(
+            f"page {result.outcome}",
+            extra={**log, "url": result.url, "reason": result.reason, "status": result.status},
+        )

@@ -741,7 +741,7 @@ class CrawlSpec(_Strict):
         (a changed digest makes the next run fetch every page whole). Secrets are in it by name only."""
         # So is an absent ``types`` (one-type specs keep their digest) and the absent extract of a typed spec.
         # ``recrawl`` never is: it says when pages are asked, not what their records are, so turning it on or
-        # changing its numbers keeps the catalog's records carried and its pages' intervals.
+        # changing its numbers keeps the catalog's records reused and its pages' intervals.
         left_out: dict[str, Any] = {"request": True} if not self.request.configured else {}
         # Keys added later are left out at their defaults, so the specs written before them keep their digest.
         if self.request.configured and not self.request.origins:

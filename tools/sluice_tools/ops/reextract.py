@@ -124,7 +124,7 @@ def report(done: Reextracted) -> str:
         f"  records  {summary['records']['total']} in the output (new {summary['records']['new']}, "
         f"changed {summary['records']['changed']}, unchanged {summary['records']['unchanged']})",
         f"  verdict  {'healthy' if verdict['healthy'] else f'UNHEALTHY ({alerts})'}",
-        f"  spec     {section['previous_spec_digest']} -> {section['spec_digest']} (the next run carries them)",
+        f"  spec     {section['previous_spec_digest']} -> {section['spec_digest']} (the next run reuses them)",
     ]
     if section["missing_archive"]:
         named = "; ".join(f"{m['url']}: {m['reason']}" for m in section["missing_named"][:3])

@@ -32,11 +32,12 @@ from sluice.domain.runs import RunState
 from sluice.domain.tally import RunTally
 from sluice.messages import StartEvent
 from sluice.observability import logger
+from sluice.pipeline.container import Container
 from sluice.pipeline.finalize import finalize_run, revive_waiting
 from sluice.pipeline.seedfile import upload_seed_file
 from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import StartFailed, start_run
-from sluice.pipeline.visit import Container, visit_batch
+from sluice.pipeline.visit import visit_batch
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
 from sluice_tools.runner.secrets import local_credentials
