@@ -11,6 +11,7 @@ import asyncio
 import random
 from dataclasses import dataclass, field
 
+from sluice.domain.clock import Clock
 from sluice.domain.layout import frontier_key
 from sluice.domain.secrets import Secret
 from sluice.domain.seedset import SeedSet
@@ -42,15 +43,15 @@ class Container:
     carried: MapCache = field(default_factory=MapCache)
     """What linking pages carried along their links, as read from their parts (the last few)."""
 
-    async def fetcher(self, spec: CrawlSpec, source: SecretSource | None) -> PageFetcher:
-        """The crawl's fetcher, made on first use with the spec's ``request`` section resolved.
+    async def fetcher(self, spec: CrawlSpec, source: SecretSource | None, clock: Clock) -> PageFetcher:
+        """The crawl's fetcher, made on first use with the spec's ``request`` section resolved, on the pipeline's clock.
 
         Raises :class:`~sluice.domain.secrets.SecretUnavailable` when a secret it names cannot be read:
         nothing is cached then, so the next batch asks the store again."""
         if spec.name not in self.fetchers:
             credentials = await asyncio.to_thread(self._credentials, spec, source) if spec.request.configured else None
             self.fetchers[spec.name] = PageFetcher(
-                spec.politeness, allow_loopback=self.allow_loopback, credentials=credentials
+                spec.politeness, allow_loopback=self.allow_loopback, credentials=credentials, clock=clock
             )
         return self.fetchers[spec.name]
 

@@ -356,7 +356,7 @@ class _RunBatch:
     async def _fetcher(self, spec: CrawlSpec) -> PageFetcher | SecretUnavailable:
         """The container's fetcher for the crawl, sharing robots.txt with the run; or why it cannot be made."""
         try:
-            fetcher = await self.container.fetcher(spec, self.services.secrets)
+            fetcher = await self.container.fetcher(spec, self.services.secrets, self.services.clock)
         except SecretUnavailable as exc:
             logger.error(
                 "secret unavailable",
@@ -364,7 +364,8 @@ class _RunBatch:
             )
             return exc
         if not isinstance(fetcher.robots_store, SharedRobots) or fetcher.robots_store.run_id != self.run_id:
-            fetcher.robots_store = SharedRobots(self.services.objects, self.crawl, self.run_id)
+            services = self.services
+            fetcher.robots_store = SharedRobots(services.objects, self.crawl, self.run_id, clock=services.clock)
         return fetcher
 
     async def _adopt_hosts(
@@ -374,7 +375,7 @@ class _RunBatch:
         if not isinstance(fetcher, PageFetcher):
             return []
         # A host may pause the crawl an hour at most, and never past the run.
-        fetcher.gate.pause_cap_s = max(0.0, min(MAX_PAUSE_S, run.seconds_left()))
+        fetcher.gate.pause_cap_s = max(0.0, min(MAX_PAUSE_S, run.seconds_left(self.services.clock.now())))
         book = self.services.hosts
         hosts = sorted({host_key(t.url) for _, _, t in todo})
         if book is None or not hosts:

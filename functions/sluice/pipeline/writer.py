@@ -175,7 +175,7 @@ class ChunkWriter:
         """Ask the finalizer when the run looks drained (at most once a :data:`RECHECK_S` after it said no)."""
         services, crawl, run_id = self.services, self.run.crawl, self.run.run_id
         run = services.ledger.get_run(crawl, run_id)
-        if run is None or run.checked_within(RECHECK_S):
+        if run is None or run.checked_within(RECHECK_S, services.clock.now()):
             return
         if drained(run, lambda: services.frontier.progress(run_id)):
             logger.info("run looks drained: asking the finalizer", extra=self.log)
