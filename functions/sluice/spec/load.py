@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sluice.spec.models import CrawlSpec, SpecError
+from sluice.spec.crawl import CrawlSpec
+from sluice.spec.values import SpecError
 
 
 def _describe(error: Any) -> list[str]:

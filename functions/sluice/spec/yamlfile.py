@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from sluice.spec.load import MAX_SPEC_DEPTH, too_deep
-from sluice.spec.models import SpecError
+from sluice.spec.values import SpecError
 
 
 def read_yaml(path: Path, text: str) -> tuple[Any, list[str]]:
