@@ -1,7 +1,8 @@
-"""The fetcher's cold start loads only what every batch needs; the rest waits for the batch that does.
+"""The fetcher's (and the scheduler's) cold start loads only what every batch needs; the rest waits for the
+batch that does.
 
 Guarded by what a fresh interpreter holds after the import, not by a stopwatch: ``make layer-report``
-measures the time (docs/deploy.md). The HTTP stack (aiohttp, with the verified SSL context it builds
+measures the time (README, Measured). The HTTP stack (aiohttp, with the verified SSL context it builds
 when imported), PyYAML and the finalizer's Parquet copy are each about 10-100 ms of a cold start.
 """
 
@@ -12,6 +13,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADED_LATER = ("aiohttp", "aiohttp.connector", "httpx_aiohttp", "yaml", "sluice.pipeline.columnar")
@@ -37,8 +40,9 @@ def _loaded_after(script: str, tmp_path: Path) -> dict[str, bool]:
     return loaded
 
 
-def test_importing_the_fetcher_handler_loads_no_http_stack_no_yaml_and_no_parquet_copy(tmp_path: Path) -> None:
-    loaded = _loaded_after("import sluice.handlers.fetcher", tmp_path)
+@pytest.mark.parametrize("handler", ["fetcher", "scheduler"])
+def test_importing_a_handler_loads_no_http_stack_no_yaml_and_no_parquet_copy(tmp_path: Path, handler: str) -> None:
+    loaded = _loaded_after(f"import sluice.handlers.{handler}", tmp_path)
     assert loaded == dict.fromkeys(LOADED_LATER, False)
 
 
