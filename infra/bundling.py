@@ -7,6 +7,7 @@ or to a spec in ``crawls/`` changes the asset, and nothing else does.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 import jsii
 from aws_cdk import BundlingOptions, DockerImage, ILocalBundling
 
-from sluice.spec import spec_files
+from sluice.spec import load_spec, parse_spec, spec_files
+from sluice.spec.yamlfile import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements.txt"
@@ -51,7 +53,7 @@ def shipped_files() -> list[Path]:
 
 
 def code_hash() -> str:
-    return _digest(shipped_files(), "code-v1")
+    return _digest(shipped_files(), "code-v2")  # v2: specs ship as JSON
 
 
 def layer_hash(architecture: str, python_version: str) -> str:
@@ -166,7 +168,7 @@ def _slim(target: Path) -> None:
 
 @jsii.implements(ILocalBundling)
 class CodeBundler:
-    """The functions' code asset: the shipped part of the package, plus ``crawls/`` for the specs."""
+    """The functions' code asset: the shipped part of the package, plus ``crawls/`` for the specs (as JSON)."""
 
     def __init__(self, python_version: str) -> None:
         self.python_version = python_version
@@ -176,8 +178,28 @@ class CodeBundler:
         return True
 
 
+def shipped_spec(path: Path) -> str:
+    """A spec as the functions read it: JSON, so a cold start parses it in C and never imports PyYAML.
+
+    Checked here, at bundling, as ``sluice validate`` checks it (keys given twice, depth, every field), and
+    the JSON checked to be the same spec (the same digest) before it ships; a function still validates it
+    whole when it loads it."""
+    if path.suffix == ".json":
+        return path.read_text(encoding="utf-8")
+    spec = load_spec(path)
+    data, _ = read_yaml(path, path.read_text(encoding="utf-8"))
+    text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+    if parse_spec(json.loads(text), str(path)).digest() != spec.digest():
+        raise ValueError(f"{path}: its JSON is not the same spec (a YAML value JSON cannot hold?)")
+    return text
+
+
 def build_code(out: Path, python_version: str | None = None) -> None:
     for path in shipped_files():
+        if path.parent == CRAWLS:
+            (out / "crawls").mkdir(parents=True, exist_ok=True)
+            (out / "crawls" / f"{path.stem}.json").write_text(shipped_spec(path), encoding="utf-8")
+            continue
         relative = path.relative_to(ROOT / "functions") if path.is_relative_to(PACKAGE) else path.relative_to(ROOT)
         (out / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, out / relative)

@@ -14,6 +14,8 @@ from infra.config import DEFAULT
 from infra.crawls import CRAWLS
 from infra.measure import import_handlers, python_version
 
+from sluice.spec import load_spec
+
 
 def test_handlers_import_from_the_built_layer_under_the_runtime_python(tmp_path: Path) -> None:
     result = import_handlers(tmp_path)
@@ -37,7 +39,10 @@ def test_code_asset_ships_the_handlers_and_specs_but_not_the_local_tools(tmp_pat
         module = handler.rsplit(".", 1)[0].replace(".", "/") + ".py"
         assert (tmp_path / module).is_file(), module
     shipped = sorted(p.name for p in (tmp_path / "crawls").iterdir())
-    assert shipped == sorted(p.name for p in CRAWLS.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+    assert shipped == sorted(f"{p.stem}.json" for p in CRAWLS.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+    for spec in CRAWLS.iterdir():  # each the same spec as its YAML, read without PyYAML
+        if spec.suffix in (".yaml", ".yml"):
+            assert load_spec(tmp_path / "crawls" / f"{spec.stem}.json").digest() == load_spec(spec).digest()
     assert not (tmp_path / "sluice" / "local").exists()
     assert not (tmp_path / "sluice" / "demosite").exists()
     assert not (tmp_path / "sluice" / "cli.py").exists()

@@ -122,9 +122,15 @@ def _run(args: argparse.Namespace) -> int:
                 run = emulated.run(spec, progress=show)
             else:
                 from sluice_tools.runner.local import LocalFleet
+                from sluice_tools.runner.processes import default_processes
 
                 fleet = LocalFleet(
-                    path.parent, state, workers=args.workers, allow_loopback=args.allow_loopback, say=say
+                    path.parent,
+                    state,
+                    workers=args.workers,
+                    processes=args.processes or default_processes(args.workers),
+                    allow_loopback=args.allow_loopback,
+                    say=say,
                 )
                 run = fleet.run(spec, progress=show, restart=args.restart)
     except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets) as exc:
@@ -186,6 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("spec", metavar="SPEC", help="the spec file to run (named after its crawl)")
     run.add_argument("--state", default=".sluice", help="folder that keeps runs, URLs and outputs between runs")
     run.add_argument("--workers", type=int, default=4, help="batches in flight at once (default 4)")
+    run.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="processes the workers are spread over, each with its own event loop (default: one a core, "
+        "at most --workers)",
+    )
     run.add_argument(
         "--restart", action="store_true", help="close a run a killed command left (as unfinished) and start anew"
     )

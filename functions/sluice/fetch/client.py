@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -40,8 +41,9 @@ from .retry import RetryRules, parse_retry_after
 from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse, RobotsStore
 from .safety import AddressGuard
 from .target import parse_target, target_host
-from .transport import guarded_session
-from .wire import AiohttpWire, HttpxWire, Reply, Wire
+
+if TYPE_CHECKING:
+    from .wire import Reply, Wire
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MARKER_SCAN_BYTES = 256 * 1024
@@ -143,9 +145,14 @@ class PageFetcher:
             await self._transport.aclose()
 
     def _connection(self) -> Wire:
+        """The wire, made on the first request: aiohttp (about 100 ms of imports, and the verified SSL
+        context it builds at import) is loaded then, not when the fetcher's module is (the cold start)."""
         if self._wire is None:
             if self._closed:
                 raise RuntimeError("PageFetcher is closed")
+            from .transport import guarded_session
+            from .wire import AiohttpWire, HttpxWire
+
             spec = self.politeness
             if self._transport is not None:
                 self._wire = HttpxWire(self._transport, spec.user_agent, spec.timeout_seconds)

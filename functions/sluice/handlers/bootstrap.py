@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from sluice.adapters.aws.athena import AthenaQueries
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.frontier import DynamoFrontier
 from sluice.adapters.aws.hosts import DynamoHostBook
@@ -21,9 +21,11 @@ from sluice.adapters.aws.records import DynamoRecords
 from sluice.adapters.aws.secrets import AwsSecrets
 from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
-from sluice.pipeline.columnar import ParquetCopy
 from sluice.pipeline.services import Services, Trigger
 from sluice.settings import Settings
+
+if TYPE_CHECKING:
+    from sluice.pipeline.columnar import ParquetCopy
 
 _installed: list[Services] = []
 
@@ -33,6 +35,17 @@ def _invoke_async(function: str) -> Callable[[dict[str, object]], None]:
         client("lambda").invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps(payload).encode())
 
     return invoke
+
+
+def _parquet_copy(settings: Settings) -> ParquetCopy | None:
+    """The finalizer's Parquet copy, when the settings name its workgroup; imported only then (the fetcher
+    and the scheduler have none, and their cold start does not load Athena's adapter)."""
+    if not (settings.workgroup and settings.glue_database):
+        return None
+    from sluice.adapters.aws.athena import AthenaQueries
+    from sluice.pipeline.columnar import ParquetCopy
+
+    return ParquetCopy(AthenaQueries(settings.workgroup, settings.glue_database), settings.bucket)
 
 
 def aws_services(
@@ -58,11 +71,7 @@ def aws_services(
             if settings.finalize_queue_url
             else None
         ),
-        parquet=(
-            ParquetCopy(AthenaQueries(settings.workgroup, settings.glue_database), settings.bucket)
-            if settings.workgroup and settings.glue_database
-            else None
-        ),
+        parquet=_parquet_copy(settings),
         specs_dir=settings.specs_dir,
         finalize_later=finalize_later,
         continue_start=continue_start,

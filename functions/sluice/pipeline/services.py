@@ -6,12 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sluice import defaults
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
-from sluice.pipeline.columnar import ParquetCopy
 from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedger, SecretSource, ShardTasks, WorkQueue
 from sluice.spec import CrawlSpec, find_spec, load_spec, spec_files
+
+if TYPE_CHECKING:
+    from sluice.pipeline.columnar import ParquetCopy  # the finalizer's alone: the fetcher's cold start skips it
 
 Trigger = Callable[[dict[str, object]], None]
 

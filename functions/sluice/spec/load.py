@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from sluice.spec.models import CrawlSpec, SpecError
+from sluice.spec.crawl import CrawlSpec
+from sluice.spec.values import SpecError
 
 
 def _describe(error: Any) -> list[str]:
@@ -65,43 +65,6 @@ def parse_spec(data: Any, source: str = "<spec>", *, also: Sequence[str] = ()) -
     return spec
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML that notes each key given twice in one mapping (PyYAML would keep the last silently).
-
-    Noted, not raised: the document is still built and validated, so the duplicate is reported beside
-    every other error instead of hiding them.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.duplicates: list[str] = []
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen and len(self.duplicates) < MAX_DUPLICATES_LISTED:
-                mark = key_node.start_mark
-                self.duplicates.append(
-                    f"(file): line {mark.line + 1} column {mark.column + 1}: key {key!r} appears twice in one mapping"
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-MAX_DUPLICATES_LISTED = 20
-"""Duplicate keys named at most (a generated file may repeat a key thousands of times)."""
-
-
-def _load_yaml(text: str) -> tuple[Any, list[str]]:
-    """The document, and a line for each key given twice."""
-    loader = _UniqueKeyLoader(text)
-    try:
-        return loader.get_single_data(), loader.duplicates
-    finally:
-        loader.dispose()
-
-
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 """What a spec file's name ends in; a crawl's spec is ``NAME`` plus the first of these that exists."""
 
@@ -132,7 +95,7 @@ _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 """A JSON string (skipped whole: brackets inside it are text) or a bracket."""
 
 
-def _too_deep(path: Path, line: int, column: int) -> SpecError:
+def too_deep(path: Path, line: int, column: int) -> SpecError:
     return SpecError(
         str(path),
         [
@@ -140,20 +103,6 @@ def _too_deep(path: Path, line: int, column: int) -> SpecError:
             "a spec is a few levels of mappings and lists"
         ],
     )
-
-
-def _check_yaml_depth(path: Path, text: str) -> None:
-    """Refuse a YAML document nested deeper than :data:`MAX_SPEC_DEPTH`, from its event stream (the parser is a
-    loop, not a recursion: only building the document recurses)."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
-            depth += 1
-            if depth > MAX_SPEC_DEPTH:
-                mark = event.start_mark
-                raise _too_deep(path, mark.line + 1 if mark else 0, mark.column + 1 if mark else 0)
-        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-            depth -= 1
 
 
 def _check_json_depth(path: Path, text: str) -> None:
@@ -165,7 +114,7 @@ def _check_json_depth(path: Path, text: str) -> None:
             depth += 1
             if depth > MAX_SPEC_DEPTH:
                 line = text.count("\n", 0, token.start()) + 1
-                raise _too_deep(path, line, token.start() - (text.rfind("\n", 0, token.start()) + 1) + 1)
+                raise too_deep(path, line, token.start() - (text.rfind("\n", 0, token.start()) + 1) + 1)
         elif kind in "]}":
             depth -= 1
 
@@ -196,16 +145,14 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
             _check_json_depth(path, text)
             data = json.loads(text)
         else:
-            _check_yaml_depth(path, text)
-            data, duplicates = _load_yaml(text)
+            # PyYAML is loaded for a YAML file only: the deployed fetcher reading a JSON spec never pays for it.
+            from sluice.spec.yamlfile import read_yaml
+
+            data, duplicates = read_yaml(path, text)
     except json.JSONDecodeError as exc:
         raise SpecError(
             str(path), [f"(file): not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
         ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise SpecError(str(path), [f"(file): not valid YAML: {where}{getattr(exc, 'problem', exc)}"]) from None
     spec = parse_spec(data, str(path), also=duplicates)
     if named_after_file:
         problems = []

@@ -1,13 +1,14 @@
-"""A crawl run on the local store: the pipeline's own steps, a SQLite file and a folder, one event loop.
+"""A crawl run on the local store: the pipeline's own steps, a SQLite file and a folder.
 
 The runner plays what AWS plays in production: EventBridge (it starts the run), the SQS event
 source mapping (workers receive batches, visit them with the fetcher's step, delete what
 succeeded and leave the rest to come back after their visibility), and the finalizer. Workers
-are tasks on one event loop, each with a container of its own as a Lambda fetcher has: the
-spec's per-host limits hold across them the way they hold across the fleet (the queue gives a
-host to one worker at a time, the host book hands its state on). Everything is durable after
-every batch: kill the process at any point and the next ``sluice run`` of the same spec resumes
-the run, fetching no page that was done.
+are tasks on an event loop, each with a container of its own as a Lambda fetcher has: on this
+process's loop, or spread over worker processes (``processes``, :mod:`.processes`) while this
+one watches the run and finalizes it. The spec's per-host limits hold across them the way they
+hold across the fleet (the queue gives a host to one worker at a time, the host book hands its
+state on). Everything is durable after every batch: kill the process at any point and the next
+``sluice run`` of the same spec resumes the run, fetching no page that was done.
 """
 
 from __future__ import annotations
@@ -37,18 +38,14 @@ from sluice.pipeline.finalize import finalize_run, revive_waiting
 from sluice.pipeline.seedfile import upload_seed_file
 from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import StartFailed, start_run
-from sluice.pipeline.visit import visit_batch
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
+from sluice_tools.runner.processes import Batches, WorkerPlan, WorkerProcesses, split
 from sluice_tools.runner.secrets import local_credentials
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
 RUN_TIME_LIMIT_S = 6 * 3600.0
 """A local run that has not drained in six hours is stopped and finalized as unfinished."""
-VISIBILITY_S = 900.0
-"""A received message stays hidden while its worker lives; only a dead process leaves one behind,
-and the next run releases those at once (so this is never waited out)."""
-IDLE_WAIT_S = 0.02
 LOCAL_EARLY_WRITE_URLS = 20
 """A local batch of this many URLs or more is written in two chunks (``Tuning.early_write_urls``)."""
 PROGRESS_EVERY_S = 0.2
@@ -75,12 +72,16 @@ class LocalFleet:
         state_dir: Path,
         *,
         workers: int = 4,
+        processes: int = 1,
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
         say: Callable[[str], None] | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
+        self.processes = max(1, processes)
+        """Processes the workers are spread over (1: every worker on this process's event loop)."""
+        self._logs: Path | None = None
         self.config = config
         self.clock = clock
         """The pipeline's time (a bench or test plays nights a day apart with its own)."""
@@ -114,7 +115,10 @@ class LocalFleet:
         local_credentials(spec)
         logs = self.state_dir / "logs" / f"{spec.name}-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
         logs.parent.mkdir(parents=True, exist_ok=True)
-        with exclusive(self.state_dir), logs.open("a", encoding="utf-8") as sink, logs_to(sink):
+        self._logs = logs
+        # Line by line when worker processes append to the same file (each line whole, none cut by another's).
+        buffering = 1 if self.processes > 1 else -1
+        with exclusive(self.state_dir), logs.open("a", encoding="utf-8", buffering=buffering) as sink, logs_to(sink):
             store = LocalStore.open(
                 self.state_dir,
                 urls_per_message=self.config.urls_per_message,
@@ -163,11 +167,43 @@ class LocalFleet:
             except StartFailed as exc:  # the run is closed, with the reason in its summary
                 self.say(str(exc))
                 return self._result(spec, exc.run_id, store, None)
-        asyncio.run(_Drain(self, spec, run_id, store, services, finalize_requests, progress).run())
+        drain = _Drain(self, spec, run_id, store, services, finalize_requests, progress)
+        pool = self._worker_processes(spec, run_id, services) if self.processes > 1 else None
+        try:
+            asyncio.run(drain.run(pool))
+        finally:
+            if pool is not None:
+                pool.stop()
         result = self._result(spec, run_id, store, resumed)
         if progress is not None:
             progress(RunView.final(result.summary))
         return result
+
+    def _worker_processes(self, spec: CrawlSpec, run_id: str, services: Services) -> WorkerProcesses:
+        """The workers, forked now (before this process's event loop), each process opening the state file anew."""
+        assert self._logs is not None  # noqa: S101 - set by run()
+
+        def open_store() -> LocalStore:
+            return LocalStore.open(
+                self.state_dir,
+                urls_per_message=self.config.urls_per_message,
+                max_receive_count=self.config.max_receive_count,
+                clock=self.clock,
+            )
+
+        def batches(store: LocalStore) -> Batches:
+            # Finalizing is the parent's: it sees the run quiet (nothing visible, nothing in flight) and finalizes.
+            on_store = store.services(
+                self.specs_dir,
+                self.tuning,
+                finalize_later=lambda _: None,
+                continue_start=lambda _: None,
+            )
+            return Batches(run_id, store.queue, on_store, self.config.batch_size)
+
+        plan = WorkerPlan(self._logs, open_store, batches, self.tuning.allow_loopback)
+        logger.info("worker processes", extra={"crawl": spec.name, "run_id": run_id, "processes": self.processes})
+        return WorkerProcesses(plan, split(self.workers, self.processes))
 
     def _interrupted(self, spec: CrawlSpec, store: LocalStore, services: Services, restart: bool) -> Resumed | None:
         """The run a killed command left for this crawl, to resume (or, with ``restart``, to close as unfinished)."""
@@ -221,40 +257,29 @@ class _Drain:
     ) -> None:
         self.fleet, self.spec, self.run_id, self.store, self.services = fleet, spec, run_id, store, services
         self.requests, self.progress = requests, progress
-        self.busy = 0
-        self.containers = [Container(fleet.tuning.allow_loopback) for _ in range(fleet.workers)]
+        self.batches = Batches(run_id, store.queue, services, fleet.config.batch_size)
+        self.pool: WorkerProcesses | None = None
 
-    async def run(self) -> None:
+    async def run(self, pool: WorkerProcesses | None = None) -> None:
+        """Drain the run: on this loop's workers, or (``pool``) on worker processes while this loop watches."""
+        self.pool = pool
         stop = asyncio.Event()
-        workers = [asyncio.create_task(self._work(stop, c)) for c in self.containers]
+        containers = [Container(self.fleet.tuning.allow_loopback) for _ in range(0 if pool else self.fleet.workers)]
+        workers = [asyncio.create_task(self.batches.work(c, stop.is_set)) for c in containers]
         try:
             await self._watch(stop)
         finally:
             stop.set()
             await asyncio.gather(*workers, return_exceptions=True)
-            for container in self.containers:
+            for container in containers:
                 await container.aclose()
-
-    async def _work(self, stop: asyncio.Event, container: Container) -> None:
-        queue = self.store.queue
-        batch = self.fleet.config.batch_size
-        while not stop.is_set():
-            received = await asyncio.to_thread(queue.receive, self.run_id, batch, VISIBILITY_S)
-            if not received:
-                await asyncio.sleep(IDLE_WAIT_S)
-                continue
-            self.busy += 1
-            try:
-                results = await visit_batch(received, self.services, container)
-                done = [r.receipt_handle for r in received if results.get(r.message_id) is None]
-                await asyncio.to_thread(queue.delete, done)
-            finally:
-                self.busy -= 1
 
     async def _watch(self, stop: asyncio.Event) -> None:
         deadline = time.monotonic() + RUN_TIME_LIMIT_S
         shown = 0.0
         while time.monotonic() < deadline:
+            if self.pool is not None:
+                self.pool.check()
             if self.progress is not None and time.monotonic() - shown >= PROGRESS_EVERY_S:
                 self._show()
                 shown = time.monotonic()
@@ -279,7 +304,7 @@ class _Drain:
 
     def _quiet(self) -> bool:
         depth = self.store.queue.depth(self.run_id)
-        return depth.visible + depth.in_flight == 0 and self.busy == 0
+        return depth.visible + depth.in_flight == 0 and self.batches.busy == 0
 
     async def _finalize(self, *, force: bool) -> bool:
         self.requests.clear()

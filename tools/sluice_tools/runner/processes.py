@@ -1,0 +1,170 @@
+"""Worker processes for a local run: each with its own event loop and its own connection to the state file.
+
+One event loop caps a local run at one core: fetching, parsing and writing a page cost about 2.9 CPU-ms,
+so a broad crawl stopped near 350 pages a second whatever its hosts allowed. Here the run's workers are
+spread over several processes, as a Lambda fleet spreads them over containers. They share nothing in
+memory: the queue hands each host to one worker at a time across processes (a receive is one ``BEGIN
+IMMEDIATE`` transaction), each batch's writes are the same transactions in the same order as in one
+process, and SQLite (WAL) lets one writer in at a time, the others waiting out its short transaction.
+
+The processes are forked before the parent's event loop exists, so they start at once without importing
+anything again. Each dies with its parent (``PR_SET_PDEATHSIG``): a ``kill -9`` of ``sluice run`` leaves no
+worker behind to write into the state the next command resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import TextIO
+
+from sluice.adapters.local import LocalStore
+from sluice.adapters.local.queue import SqliteQueue
+from sluice.observability import logger
+from sluice.pipeline.container import Container
+from sluice.pipeline.services import Services
+from sluice.pipeline.visit import visit_batch
+
+VISIBILITY_S = 900.0
+"""A received message stays hidden while its worker lives; only a dead process leaves one behind,
+and the next run releases those at once (so this is never waited out)."""
+IDLE_WAIT_S = 0.02
+PR_SET_PDEATHSIG = 1
+STOP_WAIT_S = 30.0
+"""How long the parent waits for its workers to see the stop and close their pools before it kills them."""
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended before the run did; the run is left as a killed command leaves it (resumable)."""
+
+
+@dataclass(slots=True)
+class Batches:
+    """A worker's loop: receive a batch of the run, visit it with the fetcher's step, delete what succeeded
+    (the rest comes back after its visibility), as the SQS event source does; in any process."""
+
+    run_id: str
+    queue: SqliteQueue
+    services: Services
+    batch_size: int
+    busy: int = field(default=0)
+    """Batches being visited in this process now."""
+
+    async def work(self, container: Container, stopped: Callable[[], bool]) -> None:
+        while not stopped():
+            received = await asyncio.to_thread(self.queue.receive, self.run_id, self.batch_size, VISIBILITY_S)
+            if not received:
+                await asyncio.sleep(IDLE_WAIT_S)
+                continue
+            self.busy += 1
+            try:
+                results = await visit_batch(received, self.services, container)
+                done = [r.receipt_handle for r in received if results.get(r.message_id) is None]
+                await asyncio.to_thread(self.queue.delete, done)
+            finally:
+                self.busy -= 1
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerPlan:
+    """What one worker process needs: its own store (a connection of its own) and the run's batches on it."""
+
+    logs: Path
+    open_store: Callable[[], LocalStore]
+    batches: Callable[[LocalStore], Batches]
+    allow_loopback: bool
+
+
+def default_processes(workers: int) -> int:
+    """One process a core this process may run on, at most one a worker (``sluice run`` without ``--processes``)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, workers))
+
+
+def split(workers: int, processes: int) -> list[int]:
+    """``workers`` spread over at most ``processes`` processes, as evenly as they go (none left empty)."""
+    processes = max(1, min(processes, workers))
+    return [workers // processes + (1 if i < workers % processes else 0) for i in range(processes)]
+
+
+class WorkerProcesses:
+    """The run's worker processes: started together, stopped together, watched for one that died."""
+
+    def __init__(self, plan: WorkerPlan, shares: list[int]) -> None:
+        context = multiprocessing.get_context("fork")
+        self._stop: Event = context.Event()
+        parent = os.getpid()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # nothing buffered is written twice, once by each process
+        self._processes: list[BaseProcess] = [
+            context.Process(target=_worker_main, args=(plan, n, self._stop, parent), name=f"sluice-worker-{i}")
+            for i, n in enumerate(shares)
+        ]
+        for process in self._processes:
+            process.start()
+
+    def check(self) -> None:
+        """Raise :class:`WorkerDied` if a worker ended while the run goes on."""
+        for process in self._processes:
+            if not process.is_alive() and not self._stop.is_set():
+                raise WorkerDied(
+                    f"worker process {process.name} ended (exit code {process.exitcode}) before the run did; "
+                    "run the same command again to resume"
+                )
+
+    def stop(self) -> None:
+        """Ask every worker to finish its batch and close; kill those still there after :data:`STOP_WAIT_S`."""
+        self._stop.set()
+        for process in self._processes:
+            process.join(STOP_WAIT_S)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+def _die_with(parent: int) -> None:
+    """Be killed when the parent dies (Linux); elsewhere the worker notices at its next receive."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the line above took effect
+        os._exit(1)
+
+
+def _worker_main(plan: WorkerPlan, workers: int, stop: Event, parent: int) -> None:
+    _die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the workers
+    with plan.logs.open("a", encoding="utf-8", buffering=1) as sink:
+        # One line at a time into the run's log (O_APPEND), so no line is cut by another process's.
+        _log_to(sink)
+        store = plan.open_store()
+        try:
+            batches = plan.batches(store)
+            asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent))
+        finally:
+            store.close()
+
+
+def _log_to(sink: TextIO) -> None:
+    handler = logger.registered_handler
+    if hasattr(handler, "setStream"):
+        handler.setStream(sink)
+    sys.stdout = sink
+
+
+async def _serve(plan: WorkerPlan, batches: Batches, workers: int, stopped: Callable[[], bool]) -> None:
+    containers = [Container(plan.allow_loopback) for _ in range(workers)]
+    try:
+        await asyncio.gather(*(batches.work(c, stopped) for c in containers))
+    finally:
+        for container in containers:
+            await container.aclose()
