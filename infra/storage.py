@@ -8,6 +8,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import StackConfig
+from sluice.adapters.aws.codec import EXPIRES
 from sluice.domain.layout import ARCHIVE_PREFIX, RUNS_PREFIX, WORK_PREFIX
 
 
@@ -27,7 +28,7 @@ class Storage(Construct):
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=recovery,
             # A run's URL entries matter while it is in flight and as the next run's catalog.
-            time_to_live_attribute="t",
+            time_to_live_attribute=EXPIRES,
             removal_policy=RemovalPolicy.RETAIN,
             partition_key=pk,
             sort_key=sk,

@@ -124,6 +124,11 @@ class Frontier(Protocol):
         """Report a batch's progress (once per batch)."""
         ...
 
+    def stored_bytes(self, run_id: str, entry: UrlEntry) -> int:
+        """The entry's item size on DynamoDB: what the run's cost estimate prices its writes and reads by,
+        whichever store ran the crawl."""
+        ...
+
     def progress(self, run_id: str) -> Progress: ...
 
 

@@ -192,6 +192,11 @@ class RunLock:
         return overdue(self.deadline, now)
 
 
+PROGRESS_SHARDS = 16
+"""Counters a run's progress is kept in on AWS, each fetcher batch adding to one at random (no hot item); a
+progress read reads them all, which the cost estimate counts."""
+
+
 @dataclass(frozen=True, slots=True)
 class Progress:
     """A run's progress as fetchers report it once per batch: a hint for the progress bar and the drain trigger.

@@ -8,14 +8,13 @@ the fleet asks the host for pages, by one writer at a time (its queue group's ho
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 
 from botocore.exceptions import ClientError
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
@@ -37,9 +36,8 @@ class DynamoHostBook:
         wanted = [to_item(keys.host(h)) for h in dict.fromkeys(hosts)]
         found = {}
         for raw in batch_get(self._db, self.table, wanted, consistent=True):
-            item = from_item(raw)
-            host = str(item["host"])
-            found[host] = HostState.from_json(host, json.loads(item["s"]))
+            state = codec.host_state(from_item(raw))
+            found[state.host] = state
         return found
 
     def save(self, states: Sequence[HostState]) -> int:
@@ -47,19 +45,11 @@ class DynamoHostBook:
         expires = int(time.time()) + self._ttl_s
         for state in states:
             fresh = replace(state, version=state.version + 1)
-            condition = "attribute_not_exists(pk)" if state.version == 0 else "v = :v"
+            condition = f"attribute_not_exists({codec.PK})" if state.version == 0 else f"{codec.HOST_VERSION} = :v"
             try:
                 self._db.put_item(
                     TableName=self.table,
-                    Item=to_item(
-                        {
-                            **keys.host(state.host),
-                            "host": state.host,
-                            "s": json.dumps(fresh.to_json(), separators=(",", ":")),
-                            "v": fresh.version,
-                            "t": expires,
-                        }
-                    ),
+                    Item=to_item(codec.host_item(fresh, expires)),
                     ConditionExpression=condition,
                     **({"ExpressionAttributeValues": to_item({":v": state.version})} if state.version else {}),
                 )

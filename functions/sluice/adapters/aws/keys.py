@@ -5,8 +5,8 @@ Ledger table:
 - ``crawl#NAME`` / ``run#RUN_ID``: a run. Written a handful of times per run (open, seeds
   planned, seeded, checked, finalizing, finished).
 - ``active`` / ``NAME``: the crawl's lock, taken with the run (one transaction, once per run).
-- ``progress#RUN_ID`` / ``NN``: 16 progress shards; each fetcher invocation adds its batch to
-  one shard chosen at random, so a shard takes 1/16th of the invocation rate.
+- ``progress#RUN_ID`` / ``NN``: 16 progress shards (``sluice.domain.runs.PROGRESS_SHARDS``); each
+  fetcher invocation adds its batch to one shard chosen at random, so a shard takes 1/16th of the invocation rate.
 - ``url#RUN_ID#H`` / ``URL_HASH``: one URL of a run, in 16 partitions by the hash's first hex
   digit (``H``). A link's claim creates it; the URL's result replaces it once. A seed has no
   item until its result.
@@ -21,13 +21,14 @@ Ledger table:
 Records table (only for specs with ``output.records_table``):
 
 - ``rec#NAME`` / ``RECORD_KEY`` (a hash when the key is long): a record's current content.
+
+The attributes beside the keys, and each item's encoding, are ``codec.py``'s.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-PROGRESS_SHARDS = 16
 URL_PARTITIONS = 16
 _MAX_SORT_KEY = 512
 

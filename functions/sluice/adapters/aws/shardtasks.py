@@ -17,11 +17,14 @@ from collections.abc import Mapping
 
 from botocore.exceptions import ClientError
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.items import from_item, to_item
 
 _SEND_BATCH = 10
+_ADD_DONE = f"ADD {codec.PHASE_DONE} :s SET {codec.EXPIRES} = :t"
+"""The shard's number into the phase's set; the item expires with the table's TTL, as the run's URLs do."""
+_NOT_DONE_YET = f"attribute_not_exists({codec.PHASE_DONE}) OR NOT contains({codec.PHASE_DONE}, :n)"
 
 
 class SqsShardTasks:
@@ -48,8 +51,8 @@ class SqsShardTasks:
             answer = db.update_item(
                 TableName=self.table,
                 Key=key,
-                UpdateExpression="ADD done :s SET t = :t",  # t: the table's expiry, as the run's URLs have
-                ConditionExpression="attribute_not_exists(done) OR NOT contains(done, :n)",
+                UpdateExpression=_ADD_DONE,
+                ConditionExpression=_NOT_DONE_YET,
                 ExpressionAttributeValues={
                     ":s": {"NS": [str(shard)]},
                     ":n": {"N": str(shard)},
@@ -64,16 +67,16 @@ class SqsShardTasks:
             # Counted before (a retry): move on only if the phase is whole and nobody has moved it on.
             stored = db.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
             item = from_item(stored) if stored else {}
-            if item.get("moved"):
+            if item.get(codec.PHASE_MOVED):
                 return False
-        if len(item.get("done") or ()) < count:
+        if len(item.get(codec.PHASE_DONE) or ()) < count:
             return False
         try:
             db.update_item(
                 TableName=self.table,
                 Key=key,
-                UpdateExpression="SET moved = :t",
-                ConditionExpression="attribute_not_exists(moved)",
+                UpdateExpression=f"SET {codec.PHASE_MOVED} = :t",
+                ConditionExpression=f"attribute_not_exists({codec.PHASE_MOVED})",
                 ExpressionAttributeValues={":t": {"BOOL": True}},
             )
         except ClientError as exc:
