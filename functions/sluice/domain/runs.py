@@ -13,10 +13,12 @@ from datetime import UTC, datetime, timedelta
 from secrets import randbelow
 from typing import Literal
 
+from sluice.domain.errors import Conflict
+
 RunStatus = Literal["running", "finalizing", "finished"]
 
 
-class RunInFlight(Exception):
+class RunInFlight(Conflict):
     """A crawl already has a run in flight; a second one is refused (the message says which and since when)."""
 
     @classmethod

@@ -20,6 +20,7 @@ from botocore.exceptions import ClientError
 from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import PROGRESS_SHARDS, Progress, claim_room
@@ -30,6 +31,7 @@ from sluice.ports import Claims
 _NEW_OR_CLAIMED = f"attribute_not_exists({codec.PK}) OR #s = :q"
 
 
+@aws_errors
 class DynamoFrontier:
     """:class:`sluice.ports.Frontier` on the ledger table."""
 
@@ -105,7 +107,7 @@ class DynamoFrontier:
         try:
             self._db.put_item(**request)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if code(exc) == "ConditionalCheckFailedException":
                 return False
             raise
         return True

@@ -17,11 +17,13 @@ from botocore.exceptions import ClientError
 from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.hosts import HostState
 from sluice.observability import logger
 
 
+@aws_errors
 class DynamoHostBook:
     """:class:`sluice.ports.HostBook` on the ledger table."""
 
@@ -55,7 +57,7 @@ class DynamoHostBook:
                 )
                 written += 1
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                if code(exc) != "ConditionalCheckFailedException":
                     raise
                 # Another fetcher held the host meanwhile (a batch outlived its visibility): its state stands.
                 logger.warning("host state changed under us: not written", extra={"host": state.host})

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.runs import RunInFlight, RunLock, RunState, deadline_bound, finished, iso
 
@@ -22,10 +23,7 @@ LOCK_FREE = f"attribute_not_exists({codec.PK}) OR {codec.DEADLINE} < :now"
 ``:now`` = :func:`~sluice.domain.runs.deadline_bound`; tests/adapters/test_run_rules.py holds them to agree)."""
 
 
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
+@aws_errors
 class DynamoRunLedger:
     """:class:`sluice.ports.RunLedger` on one DynamoDB table."""
 
@@ -72,7 +70,7 @@ class DynamoRunLedger:
                 ]
             )
         except ClientError as exc:
-            if _code(exc) != "TransactionCanceledException":
+            if code(exc) != "TransactionCanceledException":
                 raise
             holder = self.active_run(crawl)
             if holder is None:
@@ -169,7 +167,7 @@ class DynamoRunLedger:
                 ExpressionAttributeValues=to_item({":r": run_id}),
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if code(exc) != "ConditionalCheckFailedException":
                 raise
 
     def reextracted(self, crawl: str, run_id: str, *, spec_digest: str, healthy: bool, records: int) -> bool:
@@ -205,7 +203,7 @@ class DynamoRunLedger:
                 ReturnValues="ALL_NEW" if returns else "NONE",
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if code(exc) == "ConditionalCheckFailedException":
                 return None
             raise
         attributes: dict[str, Any] = answer.get("Attributes", {})

@@ -13,12 +13,14 @@ from collections.abc import Mapping, Sequence
 from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.batch import batch_write
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.extraction.extract import Record, record_identity
 
 _BATCH = 25
 
 
+@aws_errors
 class DynamoRecords:
     """:class:`sluice.ports.RecordsTable` on its own table."""
 

@@ -19,7 +19,9 @@ from botocore.exceptions import ClientError
 
 from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
+from sluice.domain.errors import StoreError
 
 _SEND_BATCH = 10
 _ADD_DONE = f"ADD {codec.PHASE_DONE} :s SET {codec.EXPIRES} = :t"
@@ -27,6 +29,7 @@ _ADD_DONE = f"ADD {codec.PHASE_DONE} :s SET {codec.EXPIRES} = :t"
 _NOT_DONE_YET = f"attribute_not_exists({codec.PHASE_DONE}) OR NOT contains({codec.PHASE_DONE}, :n)"
 
 
+@aws_errors
 class SqsShardTasks:
     def __init__(self, queue_url: str, table: str, *, ttl_days: int = 15) -> None:
         self.queue_url, self.table, self.ttl_s = queue_url, table, ttl_days * 86400
@@ -42,7 +45,7 @@ class SqsShardTasks:
             answer = sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             if answer.get("Failed"):
                 failed = "; ".join(f"{f['Id']}: {f.get('Message', f['Code'])}" for f in answer["Failed"])
-                raise RuntimeError(f"finalize shard tasks not sent: {failed}")
+                raise StoreError(f"finalize shard tasks not sent: {failed}")
 
     def done(self, attempt: Mapping[str, object], phase: str, shard: int, count: int) -> bool:
         db = client("dynamodb")
@@ -62,7 +65,7 @@ class SqsShardTasks:
             )
             item = from_item(answer["Attributes"])
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if code(exc) != "ConditionalCheckFailedException":
                 raise
             # Counted before (a retry): move on only if the phase is whole and nobody has moved it on.
             stored = db.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
@@ -80,7 +83,7 @@ class SqsShardTasks:
                 ExpressionAttributeValues={":t": {"BOOL": True}},
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if code(exc) != "ConditionalCheckFailedException":
                 raise
             return False
         return True

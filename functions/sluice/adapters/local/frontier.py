@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sluice.adapters.aws import codec
+from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress, claim_room
@@ -26,6 +27,7 @@ _PAGE = 1_000
 """Rows per read while scanning: the lock is released between pages, so workers keep going."""
 
 
+@local_errors
 class SqliteFrontier:
     """:class:`sluice.ports.Frontier` on SQLite. Progress is counted, not reported: it is exact."""
 
