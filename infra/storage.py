@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import StackConfig
-from sluice.adapters.aws.codec import EXPIRES
+from sluice.adapters.aws.codec import EXPIRES, PK, SK
 from sluice.domain.layout import ARCHIVE_PREFIX, RUNS_PREFIX, WORK_PREFIX
 
 
@@ -17,34 +17,10 @@ class Storage(Construct):
 
     def __init__(self, scope: Construct, id: str, *, config: StackConfig) -> None:
         super().__init__(scope, id)
-        pk = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-        sk = dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING)
-        recovery = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
-        self.ledger = dynamodb.Table(
-            self,
-            "Ledger",
-            table_name=config.ledger_table,
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=recovery,
-            # A run's URL entries matter while it is in flight and as the next run's catalog.
-            time_to_live_attribute=EXPIRES,
-            removal_policy=RemovalPolicy.RETAIN,
-            partition_key=pk,
-            sort_key=sk,
-        )
+        # A run's URL entries matter while it is in flight and as the next run's catalog: they expire.
+        self.ledger = self._table("Ledger", config.ledger_table, expires=EXPIRES)
         # Written only for specs with output.records_table: each record key's current record.
-        self.records = dynamodb.Table(
-            self,
-            "RecordsTable",
-            table_name=config.records_table,
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=recovery,
-            removal_policy=RemovalPolicy.RETAIN,
-            partition_key=pk,
-            sort_key=sk,
-        )
+        self.records = self._table("RecordsTable", config.records_table)
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
@@ -93,4 +69,21 @@ class Storage(Construct):
                 ),
             ],
             removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def _table(self, id: str, name: str, *, expires: str | None = None) -> dynamodb.Table:
+        """A table keyed as the codec keys every item (string ``pk`` and ``sk``), expiring items by ``expires``."""
+        return dynamodb.Table(
+            self,
+            id,
+            table_name=name,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=expires,
+            removal_policy=RemovalPolicy.RETAIN,
+            partition_key=dynamodb.Attribute(name=PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=SK, type=dynamodb.AttributeType.STRING),
         )
