@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
@@ -21,15 +23,10 @@ class Storage(Construct):
         self.ledger = self._table("Ledger", config.ledger_table, expires=EXPIRES)
         # Written only for specs with output.records_table: each record key's current record.
         self.records = self._table("RecordsTable", config.records_table)
-        self.access_logs = s3.Bucket(
-            self,
+        self.access_logs = self._bucket(
             "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))],
-            removal_policy=RemovalPolicy.RETAIN,
         )
         # Outputs and the raw archive they can be rebuilt from age alike; neither expires.
         aging = [
@@ -41,12 +38,8 @@ class Storage(Construct):
                 transition_after=Duration.days(config.outputs_glacier_ir_days),
             ),
         ]
-        self.bucket = s3.Bucket(
-            self,
+        self.bucket = self._bucket(
             "Records",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             versioned=False,
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="records/",
@@ -68,7 +61,18 @@ class Storage(Construct):
                     id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=Duration.days(2)
                 ),
             ],
+        )
+
+    def _bucket(self, id: str, **settings: Any) -> s3.Bucket:
+        """A bucket encrypted, private, TLS-only and kept when the stack goes, with its own ``settings``."""
+        return s3.Bucket(
+            self,
+            id,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
             removal_policy=RemovalPolicy.RETAIN,
+            **settings,
         )
 
     def _table(self, id: str, name: str, *, expires: str | None = None) -> dynamodb.Table:
