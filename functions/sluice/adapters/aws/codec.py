@@ -7,7 +7,8 @@ Names are short where an item is written per page: DynamoDB bills attribute name
 The values are plain Python (``items.to_item`` types them for DynamoDB). The local store keeps a result as
 the same plain mapping in JSON (:func:`result_plain`), so both stores read one encoding; this module
 imports nothing of botocore, so the local adapter and the CDK app (``infra/storage.py`` reads
-:data:`EXPIRES`) may import it. Key formats (``pk``, ``sk``) are ``keys.py``'s.
+:data:`EXPIRES`, :data:`PK` and :data:`SK`) may import it. The key attributes and their values' formats
+are ``keys.py``'s, named here again so that this module lists every attribute.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # used as types only: the CDK app imports this module for EXP
     from sluice.extraction.extract import Record
     from sluice.messages import UrlTask
 
-PK, SK = "pk", "sk"
+PK, SK = keys.PK, keys.SK
 EXPIRES = "t"
 """The ledger table's time-to-live attribute (epoch seconds): URL, host and finalize-phase items expire by it."""
 

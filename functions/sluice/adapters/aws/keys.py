@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import hashlib
 
+PK, SK = "pk", "sk"
+"""The key attributes of both tables (partition, sort): strings, as ``infra/storage.py`` declares them."""
 URL_PARTITIONS = 16
 _MAX_SORT_KEY = 512
 
@@ -36,7 +38,7 @@ Key = dict[str, str]
 
 
 def run(crawl: str, run_id: str) -> Key:
-    return {"pk": f"crawl#{crawl}", "sk": f"run#{run_id}"}
+    return {PK: f"crawl#{crawl}", SK: f"run#{run_id}"}
 
 
 def runs_of(crawl: str) -> str:
@@ -51,11 +53,11 @@ LOCK_PK = "active"
 
 
 def lock(crawl: str) -> Key:
-    return {"pk": LOCK_PK, "sk": crawl}
+    return {PK: LOCK_PK, SK: crawl}
 
 
 def progress(run_id: str, shard: int) -> Key:
-    return {"pk": f"progress#{run_id}", "sk": f"{shard:02d}"}
+    return {PK: f"progress#{run_id}", SK: f"{shard:02d}"}
 
 
 def url_partition(run_id: str, partition: int) -> str:
@@ -63,19 +65,19 @@ def url_partition(run_id: str, partition: int) -> str:
 
 
 def url(run_id: str, url_hash: str) -> Key:
-    return {"pk": url_partition(run_id, int(url_hash[0], 16)), "sk": url_hash}
+    return {PK: url_partition(run_id, int(url_hash[0], 16)), SK: url_hash}
 
 
 def finalize_phase(run_id: str, attempt: str, phase: str) -> Key:
-    return {"pk": f"finalize#{run_id}", "sk": f"{attempt}#{phase}"}
+    return {PK: f"finalize#{run_id}", SK: f"{attempt}#{phase}"}
 
 
 def host(host_key: str) -> Key:
-    return {"pk": f"host#{host_key}", "sk": "state"}
+    return {PK: f"host#{host_key}", SK: "state"}
 
 
 def record(crawl: str, record_key: str) -> Key:
     """The record key itself when short enough, else a hash of it."""
     encoded = record_key.encode()
     sort_key = record_key if len(encoded) <= _MAX_SORT_KEY else "sha256:" + hashlib.sha256(encoded).hexdigest()
-    return {"pk": f"rec#{crawl}", "sk": sort_key}
+    return {PK: f"rec#{crawl}", SK: sort_key}
