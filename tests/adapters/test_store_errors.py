@@ -22,11 +22,18 @@ from moto import mock_aws
 
 from sluice.adapters.aws import clients
 from sluice.adapters.aws.frontier import DynamoFrontier
+from sluice.adapters.aws.hosts import DynamoHostBook
 from sluice.adapters.aws.ledger import DynamoRunLedger
-from sluice.adapters.aws.objects import S3Objects
+from sluice.adapters.aws.objects import MultipartWriter, S3Objects
+from sluice.adapters.aws.queue import SqsQueue
+from sluice.adapters.aws.records import DynamoRecords
+from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.adapters.local.frontier import SqliteFrontier
+from sluice.adapters.local.hosts import SqliteHostBook
 from sluice.adapters.local.ledger import SqliteRunLedger
-from sluice.adapters.local.objects import FileObjects
+from sluice.adapters.local.objects import FileObjects, FileWriter
+from sluice.adapters.local.queue import SqliteQueue
+from sluice.adapters.local.records import SqliteRecords
 from sluice.adapters.local.store import Database
 from sluice.domain.errors import Conflict, Denied, Missing, StoreError, Throttled
 from sluice.domain.pages import PageResult
@@ -195,3 +202,30 @@ def test_an_error_that_is_not_the_stores_passes_unchanged(tmp_path: Path) -> Non
 
 def test_every_kind_is_a_store_error() -> None:
     assert all(issubclass(kind, StoreError) for kind in (Conflict, Throttled, Missing, Denied, RunInFlight))
+
+
+ADAPTERS = [
+    DynamoFrontier,
+    DynamoRunLedger,
+    DynamoHostBook,
+    DynamoRecords,
+    S3Objects,
+    MultipartWriter,
+    SqsQueue,
+    SqsShardTasks,
+    SqliteFrontier,
+    SqliteRunLedger,
+    SqliteHostBook,
+    SqliteRecords,
+    FileObjects,
+    FileWriter,
+    SqliteQueue,
+]
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=lambda adapter: adapter.__name__)
+def test_every_public_method_of_a_store_adapter_translates_its_errors(adapter: type) -> None:
+    """A method added to an adapter without the boundary would let the library's errors reach the steps."""
+    public = [name for name, value in vars(adapter).items() if callable(value) and not name.startswith("_")]
+    assert public
+    assert [name for name in public if not hasattr(getattr(adapter, name), "__wrapped__")] == []
