@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import StackConfig
+from sluice.adapters.aws.codec import EXPIRES, PK, SK
 from sluice.domain.layout import ARCHIVE_PREFIX, RUNS_PREFIX, WORK_PREFIX
 
 
@@ -16,43 +19,14 @@ class Storage(Construct):
 
     def __init__(self, scope: Construct, id: str, *, config: StackConfig) -> None:
         super().__init__(scope, id)
-        pk = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-        sk = dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING)
-        recovery = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=True)
-        self.ledger = dynamodb.Table(
-            self,
-            "Ledger",
-            table_name=config.ledger_table,
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=recovery,
-            # A run's URL entries matter while it is in flight and as the next run's catalog.
-            time_to_live_attribute="t",
-            removal_policy=RemovalPolicy.RETAIN,
-            partition_key=pk,
-            sort_key=sk,
-        )
+        # A run's URL entries matter while it is in flight and as the next run's catalog: they expire.
+        self.ledger = self._table("Ledger", config.ledger_table, expires=EXPIRES)
         # Written only for specs with output.records_table: each record key's current record.
-        self.records = dynamodb.Table(
-            self,
-            "RecordsTable",
-            table_name=config.records_table,
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=recovery,
-            removal_policy=RemovalPolicy.RETAIN,
-            partition_key=pk,
-            sort_key=sk,
-        )
-        self.access_logs = s3.Bucket(
-            self,
+        self.records = self._table("RecordsTable", config.records_table)
+        self.access_logs = self._bucket(
             "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))],
-            removal_policy=RemovalPolicy.RETAIN,
         )
         # Outputs and the raw archive they can be rebuilt from age alike; neither expires.
         aging = [
@@ -64,12 +38,8 @@ class Storage(Construct):
                 transition_after=Duration.days(config.outputs_glacier_ir_days),
             ),
         ]
-        self.bucket = s3.Bucket(
-            self,
+        self.bucket = self._bucket(
             "Records",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
             versioned=False,
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="records/",
@@ -91,5 +61,33 @@ class Storage(Construct):
                     id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=Duration.days(2)
                 ),
             ],
+        )
+
+    def _bucket(self, id: str, **settings: Any) -> s3.Bucket:
+        """A bucket encrypted, private, TLS-only and kept when the stack goes, with its own ``settings``."""
+        return s3.Bucket(
+            self,
+            id,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
             removal_policy=RemovalPolicy.RETAIN,
+            **settings,
+        )
+
+    def _table(self, id: str, name: str, *, expires: str | None = None) -> dynamodb.Table:
+        """A table keyed as the codec keys every item (string ``pk`` and ``sk``), expiring items by ``expires``."""
+        return dynamodb.Table(
+            self,
+            id,
+            table_name=name,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=expires,
+            removal_policy=RemovalPolicy.RETAIN,
+            partition_key=dynamodb.Attribute(name=PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=SK, type=dynamodb.AttributeType.STRING),
         )

@@ -3,6 +3,10 @@
 Two adapter sets implement them: ``sluice.adapters.aws`` (DynamoDB, S3, SQS, as deployed) and
 ``sluice.adapters.local`` (one SQLite file and a folder of objects, for ``sluice run``). The
 steps in ``sluice.pipeline`` import only these protocols and the domain types.
+
+A store's failure leaves a port as one of the domain's store errors (:mod:`sluice.domain.errors`:
+``Conflict``, ``Throttled``, ``Missing``, ``Denied``, or their base ``StoreError``), never as the
+library's own, so a step catches what it means.
 """
 
 from __future__ import annotations
@@ -132,6 +136,11 @@ class Frontier(Protocol):
         """Report a batch's progress (once per batch)."""
         ...
 
+    def stored_bytes(self, run_id: str, entry: UrlEntry) -> int:
+        """The entry's item size on DynamoDB: what the run's cost estimate prices its writes and reads by,
+        whichever store ran the crawl."""
+        ...
+
     def progress(self, run_id: str) -> Progress: ...
 
 
@@ -188,7 +197,9 @@ class ObjectStore(Protocol):
         """The object's size in bytes, or None if there is no such object."""
         ...
 
-    def get_range(self, key: str, start: int, length: int) -> bytes: ...
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        """``length`` bytes from ``start``; raise :class:`~sluice.domain.errors.Missing` if there is no such object."""
+        ...
 
     def delete(self, key: str) -> None:
         """Remove the object if there is one (``sluice reextract``'s output files the rebuilt manifest no longer

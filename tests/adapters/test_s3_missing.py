@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from sluice.adapters.aws import clients
 from sluice.adapters.aws.objects import S3Objects
+from sluice.domain.errors import Denied
 
 BUCKET = "sluice-dev-records-123456789012-us-east-1"
 KEY = "work/crawl=c/run=r/robots/abc.json"
@@ -48,7 +48,7 @@ def test_a_403_for_a_key_that_is_there_is_a_refusal(objects: tuple[S3Objects, St
     store, stub = objects
     _denied(stub, "get_object")
     stub.add_response("list_objects_v2", {"Contents": [{"Key": KEY}], "KeyCount": 1})
-    with pytest.raises(ClientError, match="AccessDenied"):
+    with pytest.raises(Denied, match="AccessDenied"):
         store.get(KEY)
 
 
@@ -56,7 +56,7 @@ def test_a_403_with_the_listing_refused_too_is_a_refusal(objects: tuple[S3Object
     store, stub = objects
     _denied(stub, "head_object")
     _denied(stub, "list_objects_v2")
-    with pytest.raises(ClientError, match="AccessDenied"):
+    with pytest.raises(Denied, match="AccessDenied"):
         store.size(KEY)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sluice.adapters.aws.codec import result_from_plain, result_plain
 from sluice.domain.pages import PageResult, PartBlock, Prior, RecordCounts
 from sluice.messages import PriorState
 
@@ -38,8 +39,8 @@ def test_the_fetch_time_travels_through_the_store_and_the_task_and_a_page_not_du
         reused=True,
         fetched_at=FETCHED_AT,
     )
-    assert result.to_plain()["ft"] == FETCHED_AT
-    assert PageResult.from_plain(result.to_plain()) == result
+    assert result_plain(result)["ft"] == FETCHED_AT
+    assert result_from_plain(result_plain(result)) == result
     assert result.holds_records
     prior = PriorState.of(result.prior()).prior()
     assert (prior.fetched_at, prior.reused, prior.records) == (FETCHED_AT, True, 20)
@@ -55,6 +56,6 @@ def test_what_a_listing_carried_round_trips_through_the_stores_plain_form() -> N
         carry_stale=True,
         carry_dropped={"note": 2},
     )
-    plain = result.to_plain()
+    plain = result_plain(result)
     assert (plain["kw"], plain["cs"], plain["cd"]) == (["p1", 10, 20], True, {"note": 2})
-    assert PageResult.from_plain(plain) == result
+    assert result_from_plain(plain) == result

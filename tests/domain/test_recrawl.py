@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from sluice.adapters.aws.codec import result_from_plain, result_plain
 from sluice.domain.pages import MAX_DIGESTS, MAX_URL, RECORD_DIGEST_BYTES, PageResult, Prior, RecordCounts
 from sluice.domain.recrawl import DAY_S, MAX_INTERVAL_S, Schedule
 from sluice.messages import (
@@ -106,15 +107,15 @@ def test_the_interval_travels_through_the_store_and_the_task() -> None:
         fetched_at=FETCHED_AT,
         interval=3 * DAY_S,
     )
-    assert result.to_plain()["iv"] == 3 * DAY_S
-    assert PageResult.from_plain(result.to_plain()) == result
+    assert result_plain(result)["iv"] == 3 * DAY_S
+    assert result_from_plain(result_plain(result)) == result
     prior = PriorState.of(result.prior()).prior()
     assert (prior.fetched_at, prior.interval) == (FETCHED_AT, 3 * DAY_S)
 
 
 def test_without_an_interval_a_result_and_a_task_are_as_they_were() -> None:
     result = PageResult(url="https://b.example/", depth=0, origin="seed", outcome="fetched", fetched_at=FETCHED_AT)
-    assert "iv" not in result.to_plain()
+    assert "iv" not in result_plain(result)
     state = PriorState.of(Prior(records=3, fetched_at=FETCHED_AT))
     assert state.model_dump_json() == '{"etag":null,"lm":null,"body":null,"n":3,"d":"","c":false,"ft":1796000000}'
 

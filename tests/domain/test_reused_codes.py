@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from sluice.adapters.aws.codec import result_from_plain, result_plain
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.pages import PageResult, Prior, RecordCounts
 from sluice.messages import CrawlMessage, PriorState, parse_body
@@ -31,7 +32,7 @@ OLD_MESSAGE = (
 
 
 def test_a_result_stored_before_the_rename_decodes_as_reused() -> None:
-    result = PageResult.from_plain(from_item(OLD_ITEM))
+    result = result_from_plain(from_item(OLD_ITEM))
     assert (result.outcome, result.status, result.reused, result.records) == ("not_modified", 304, True, 20)
     assert result.prior().reused
 
@@ -49,7 +50,7 @@ def test_a_reused_result_is_stored_under_the_code_old_items_have() -> None:
         reused=True,
         fetched_at=1_796_000_000,
     )
-    assert to_item(result.to_plain()) == OLD_ITEM
+    assert to_item(result_plain(result)) == OLD_ITEM
 
 
 def test_a_message_sent_before_the_rename_decodes_with_its_prior_reused() -> None:

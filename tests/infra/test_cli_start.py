@@ -51,3 +51,25 @@ def test_a_stage_that_is_not_deployed_is_named(
     err = capsys.readouterr().err
     assert "AWS refused to invoke sluice-prod-scheduler: ResourceNotFoundException" in err
     assert "Is stage 'prod' deployed in this account and region?" in err
+
+
+def test_reading_the_runs_of_a_stage_that_is_not_deployed_names_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger adapter raises the domain's store error; the CLI still says what AWS refused and why."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        assert main(["runs", "books", "--stage", "prod"]) == 2
+    err = capsys.readouterr().err
+    assert "AWS refused to read the runs of books: ResourceNotFoundException" in err
+    assert "Is stage 'prod' deployed in this account and region?" in err
+
+
+def test_reading_the_runs_of_a_stage_without_credentials_says_how_to_get_them(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert main(["runs", "books", "--stage", "prod"]) == 2
+    assert "no AWS credentials. Set AWS_PROFILE" in capsys.readouterr().err

@@ -314,9 +314,9 @@ def _damage(objects: Any, key: str, how: str) -> None:
         objects.delete(key)
 
 
-@pytest.mark.parametrize("how", ["truncated", "corrupt", "deleted"])
+@pytest.mark.parametrize("how", ["truncated", "corrupt", "deleted", "deleted after its size was read"])
 def test_a_damaged_archive_leaves_its_pages_their_records_without_the_runs_working_files(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, how: str
+    pipeline: Any, site: RunningDemoSite, books_spec: Any, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """main raised FileNotFoundError about a part under work/, a file `sluice run` deletes when the run ends; now
     each page whose archive record cannot be read keeps its records (copied from the run's output), named with
@@ -332,6 +332,8 @@ def test_a_damaged_archive_leaves_its_pages_their_records_without_the_runs_worki
         objects.delete(part_key(spec.name, run_id, part))  # as `sluice run` leaves a finished run: no working parts
     for key in _archive_keys(pipeline, spec.name, run_id):
         _damage(objects, key, how)
+    if how == "deleted after its size was read":  # the store's Missing on the ranged read, not a size of None
+        monkeypatch.setattr(objects, "size", lambda key: 10**9)
 
     done = reextract_run(spec.name, run_id, pipeline.services)
 

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec
 from sluice.adapters.aws.items import to_item
-from sluice.domain.pages import PageResult, PartBlock, RecordCounts, record_digests, url_hash
+from sluice.domain.pages import PageResult, PartBlock, RecordCounts, UrlEntry, record_digests, url_hash
 from sluice.metrics import RunMetric
-from sluice.pipeline.usage import ITEM_OVERHEAD_BYTES, item_bytes
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.meter.dynamo_size import item_size
 
@@ -54,7 +53,7 @@ def _json_lines(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("{")]
 
 
-def test_the_estimate_sizes_a_url_item_within_a_few_percent_of_dynamodbs_rules() -> None:
+def test_the_estimate_sizes_a_url_item_as_dynamodb_counts_the_item_written() -> None:
     url = "https://books.example/catalogue/page-12.html"
     result = PageResult(
         url=url,
@@ -71,10 +70,7 @@ def test_the_estimate_sizes_a_url_item_within_a_few_percent_of_dynamodbs_rules()
         block=PartBlock("8f14e45fceea167a5a36dedd4bea2543", 123_456, 6_543),
         ms=312,
     )
-    item = to_item(
-        {**keys.url("20261201T000000Z-abcdef", url_hash(url)), **result.to_plain(), "s": "d", "t": 1_800_000_000}
-    )
-    exact = item_size(item)
-    estimated = ITEM_OVERHEAD_BYTES + item_bytes(result.to_plain())
-    assert abs(estimated - exact) / exact < 0.05
+    run_id = "20261201T000000Z-abcdef"
+    exact = item_size(to_item(codec.result_item(run_id, url_hash(url), result, 1_800_000_001)))
+    assert codec.stored_bytes(run_id, UrlEntry(url_hash(url), url, 0, "seed", None, result)) == exact
     assert exact < 1024  # one write unit for a 20-record page

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec
 from sluice.adapters.aws.items import to_item
-from sluice.domain.pages import MAX_DIGESTS, MAX_REASON, url_hash
+from sluice.domain.pages import MAX_DIGESTS, MAX_REASON, PageResult, url_hash
 from sluice.domain.recrawl import MAX_INTERVAL_S
 from sluice.fetch.outcomes import Failed, Fetched, Validators
 from sluice.messages import UrlTask
@@ -26,9 +26,8 @@ SPEC = parse_spec(
 )
 
 
-def result_item_bytes(result: object) -> int:
-    plain = result.to_plain()  # type: ignore[attr-defined]
-    return item_size(to_item({**keys.url("20261201T000000Z-abcdef", url_hash(URL)), **plain, "s": "d", "t": 1}))
+def result_item_bytes(result: PageResult) -> int:
+    return item_size(to_item(codec.result_item("20261201T000000Z-abcdef", url_hash(URL), result, 1)))
 
 
 def test_a_page_of_fifty_thousand_records_keeps_no_digests_and_fits_one_item() -> None:

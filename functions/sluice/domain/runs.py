@@ -14,11 +14,12 @@ from secrets import randbelow
 from typing import Literal
 
 from sluice.domain.clock import SYSTEM_CLOCK
+from sluice.domain.errors import Conflict
 
 RunStatus = Literal["running", "finalizing", "finished"]
 
 
-class RunInFlight(Exception):
+class RunInFlight(Conflict):
     """A crawl already has a run in flight; a second one is refused (the message says which and since when)."""
 
     @classmethod
@@ -200,6 +201,11 @@ class RunLock:
     def overdue_at(self, now: datetime) -> bool:
         """Its run is past its deadline: the lock may be taken by a new run (see :func:`overdue`)."""
         return overdue(self.deadline, now)
+
+
+PROGRESS_SHARDS = 16
+"""Counters a run's progress is kept in on AWS, each fetcher batch adding to one at random (no hot item); a
+progress read reads them all, which the cost estimate counts."""
 
 
 @dataclass(frozen=True, slots=True)

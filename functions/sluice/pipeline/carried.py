@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sluice.domain.errors import StoreError
 from sluice.domain.layout import part_key
 from sluice.domain.pages import MAX_KIDS_BYTES, PageResult, PartBlock
 from sluice.messages import UrlTask
@@ -110,7 +111,7 @@ def refresh(
     if wanted:
         try:
             found = services.frontier.by_prefix(run_id, wanted)
-        except Exception as exc:  # the catalog's data stands, counted stale
+        except StoreError as exc:  # the catalog's data stands, counted stale
             logger.warning("linking pages not read", extra={"run_id": run_id, "pages": len(wanted), "error": repr(exc)})
             found, unread = {}, True
         results |= {p: e.result for p, e in found.items() if e.result is not None}
@@ -168,7 +169,7 @@ def _maps(
         try:
             data = services.objects.get_range(part_key(crawl, run_id, block.part), block.offset, block.length)
             loaded = json.loads(data)
-        except Exception as exc:  # the page keeps the catalog's data, counted stale
+        except (StoreError, ValueError) as exc:  # not read, or not JSON: the page keeps the catalog's data, stale
             return repr(exc)
         return loaded if isinstance(loaded, dict) else f"not a map: {type(loaded).__name__}"
 

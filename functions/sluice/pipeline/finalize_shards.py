@@ -137,7 +137,7 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
     for entry in services.frontier.scan(run.run_id, shard=shard):
         counted.add(entry)
         plan.add(entry)
-        usage.add(entry)
+        usage.add(entry, services.frontier.stored_bytes(run.run_id, entry))
         keys.add_after(entry.result)
     if run.catalog_run is not None:
         for entry in services.frontier.scan(run.catalog_run, consistent=False, shard=shard):  # finished: still

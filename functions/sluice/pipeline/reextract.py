@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sluice.domain.errors import Missing
 from sluice.domain.layout import manifest_key, part_key, summary_key
 from sluice.domain.pages import PageResult, PartBlock, Prior, UrlEntry, url_hash, url_number
 from sluice.extraction.extract import Record
@@ -294,7 +295,7 @@ def _read(services: Services, crawl: str, result: PageResult, sizes: dict[str, i
     assert result.archive is not None  # noqa: S101 - only archived pages are read
     try:
         return read_response(services.objects, crawl, result.archive, sizes)
-    except ArchiveUnreadable as exc:
+    except (ArchiveUnreadable, Missing) as exc:  # Missing: the file went between its size and its read
         return f"archive record unreadable: {exc}"
 
 

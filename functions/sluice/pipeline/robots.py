@@ -16,6 +16,7 @@ import json
 import time
 
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
+from sluice.domain.errors import StoreError
 from sluice.domain.layout import robots_key
 from sluice.fetch.robots import RobotsResponse
 from sluice.observability import logger
@@ -50,7 +51,9 @@ class SharedRobots:
                 found, stored = await self._read(key)
                 if stored:
                     return found
-        except Exception as exc:  # sharing is an economy, never a reason to fail a page
+        # Sharing is an economy, never a reason to fail a page: the store failed, or what it holds is no answer
+        # (not JSON or base64: ValueError; fields of other types: TypeError). This fetcher asks the site itself.
+        except (StoreError, ValueError, TypeError) as exc:
             logger.warning("shared robots.txt unreadable", extra={"robots": robots_url, "error": repr(exc)})
         return None
 
@@ -65,7 +68,7 @@ class SharedRobots:
         key = robots_key(self.crawl, self.run_id, robots_url)
         try:
             await asyncio.to_thread(self.objects.put, key, json.dumps(body).encode(), "application/json")
-        except Exception as exc:
+        except StoreError as exc:
             logger.warning("shared robots.txt not stored", extra={"robots": robots_url, "error": repr(exc)})
 
     async def _read(self, key: str) -> tuple[RobotsResponse | None, bool]:
@@ -74,6 +77,8 @@ class SharedRobots:
         if raw is None:
             return None, False
         data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError(f"{key}: not a shared answer ({type(data).__name__})")
         status = data.get("status")
         permanent = bool(data.get("permanent"))
         failed = status is None or status == 429 or status >= 500

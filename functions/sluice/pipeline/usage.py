@@ -16,38 +16,14 @@ from typing import Any
 
 from sluice.domain.cost import RunUsage, read_units, write_units
 from sluice.domain.pages import UrlEntry
+from sluice.domain.runs import PROGRESS_SHARDS
 from sluice.pipeline.output import OutputSummary
 from sluice.pipeline.services import Tuning
 
-ITEM_OVERHEAD_BYTES = 85
-"""A URL item's key (``pk``, ``sk``), status and expiry attributes, around its result."""
 PART_BYTES = 16 * 1024 * 1024
-PROGRESS_SHARDS = 16
 LOG_BYTES_PER_BATCH = 700
 LOG_BYTES_PER_PROBLEM = 500
 SCHEDULER_S = 1.0
-
-
-def item_bytes(item: Mapping[str, Any]) -> int:
-    """A plain item's size as DynamoDB counts it: each top-level attribute's name and value."""
-    return sum(len(name.encode()) + plain_bytes(value) for name, value in item.items())
-
-
-def plain_bytes(value: Any) -> int:
-    """A plain value's size as DynamoDB counts it (names and values; numbers about a byte per two digits)."""
-    if value is None or isinstance(value, bool):
-        return 1
-    if isinstance(value, int | float):
-        return len(str(value)) // 2 + 1
-    if isinstance(value, str):
-        return len(value.encode("utf-8", "surrogatepass"))
-    if isinstance(value, bytes | bytearray):
-        return len(value)
-    if isinstance(value, Mapping):
-        return 3 + sum(len(str(k).encode()) + plain_bytes(v) + 1 for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return 3 + sum(plain_bytes(v) + 1 for v in value)
-    return len(str(value))
 
 
 @dataclass
@@ -66,16 +42,15 @@ class UsageCounter:
     archives: set[str] = field(default_factory=set)
     """This run's archive files (``output.archive``): one PUT each, as a part is."""
 
-    def add(self, entry: UrlEntry) -> None:
+    def add(self, entry: UrlEntry, size: int) -> None:
+        """Count one URL entry whose item weighs ``size`` bytes (``Frontier.stored_bytes``)."""
         self.entries += 1
         self.links += entry.origin == "link"
+        self.item_bytes += size
         result = entry.result
         if result is None:
-            self.item_bytes += ITEM_OVERHEAD_BYTES + len(entry.url) + 20
             return
-        size = ITEM_OVERHEAD_BYTES + item_bytes(result.to_plain())
         self.done += 1
-        self.item_bytes += size
         self.result_units += write_units(size)
         self.fetch_ms += result.ms
         self.problems += result.outcome in ("failed", "skipped")

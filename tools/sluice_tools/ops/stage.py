@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from infra.config import DEFAULT, StackConfig
 
 from sluice.adapters.aws.clients import client
+from sluice.domain.errors import StoreError
 
 _NOT_DEPLOYED = frozenset(
     {"ResourceNotFoundException", "NoSuchBucket", "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}
@@ -25,20 +26,30 @@ class StageUnreachable(Exception):
 
 @contextmanager
 def aws_errors(stage: str, doing: str) -> Iterator[None]:
-    """Translate botocore's errors into :class:`StageUnreachable` naming what to set or deploy."""
+    """Translate botocore's errors into :class:`StageUnreachable` naming what to set or deploy: raised by a
+    client, or by an adapter as the domain's store error it translated them into (the original its cause)."""
     try:
         yield
-    except NoRegionError as exc:
-        raise StageUnreachable(
+    except StoreError as exc:
+        if isinstance(exc.__cause__, ClientError | BotoCoreError):
+            raise _unreachable(stage, doing, exc.__cause__) from exc
+        raise StageUnreachable(f"could not {doing}: {exc}") from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise _unreachable(stage, doing, exc) from exc
+
+
+def _unreachable(stage: str, doing: str, exc: ClientError | BotoCoreError) -> StageUnreachable:
+    if isinstance(exc, NoRegionError):
+        return StageUnreachable(
             "no AWS region. Set AWS_DEFAULT_REGION (e.g. AWS_DEFAULT_REGION=eu-west-1) "
             "or AWS_PROFILE to a profile with a region, the one the stack was deployed to."
-        ) from exc
-    except NoCredentialsError as exc:
-        raise StageUnreachable(
+        )
+    if isinstance(exc, NoCredentialsError):
+        return StageUnreachable(
             "no AWS credentials. Set AWS_PROFILE (after `aws configure` or `aws sso login`) or "
             "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for the account the stack was deployed to."
-        ) from exc
-    except ClientError as exc:
+        )
+    if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         code, message = error.get("Code", "error"), error.get("Message", str(exc))
         hint = (
@@ -46,9 +57,8 @@ def aws_errors(stage: str, doing: str) -> Iterator[None]:
             if code in _NOT_DEPLOYED
             else ""
         )
-        raise StageUnreachable(f"AWS refused to {doing}: {code}: {message}.{hint}") from exc
-    except BotoCoreError as exc:
-        raise StageUnreachable(f"cannot reach AWS: {exc}") from exc
+        return StageUnreachable(f"AWS refused to {doing}: {code}: {message}.{hint}")
+    return StageUnreachable(f"cannot reach AWS: {exc}")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sluice.domain.backoff import Backoff
+from sluice.domain.errors import Throttled
 
 BATCH_GET_MAX = 100
 TRIES = 8
@@ -20,11 +21,11 @@ UNPROCESSED_BACKOFF = Backoff(0.05, 1.0, floor=0.5)
 """Unprocessed items mean throttling: 50 ms doubling to 1 s, each wait half to all of that (about 3 s in all)."""
 
 
-class BatchReadError(RuntimeError):
+class BatchReadError(Throttled):
     """DynamoDB left keys unprocessed after every retry (sustained throttling)."""
 
 
-class BatchWriteError(RuntimeError):
+class BatchWriteError(Throttled):
     """DynamoDB left items unwritten after every retry (sustained throttling)."""
 
 

@@ -16,20 +16,22 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
-from sluice.domain.runs import Progress, claim_room
+from sluice.domain.runs import PROGRESS_SHARDS, Progress, claim_room
 from sluice.domain.shards import Shard
 from sluice.messages import UrlTask
 from sluice.ports import Claims
 
-QUEUED, DONE = "q", "d"
+_NEW_OR_CLAIMED = f"attribute_not_exists({codec.PK}) OR #s = :q"
 
 
+@aws_errors
 class DynamoFrontier:
     """:class:`sluice.ports.Frontier` on the ledger table."""
 
@@ -74,26 +76,16 @@ class DynamoFrontier:
         return Claims([task for task, ok in zip(tasks, won, strict=True) if ok], capped)
 
     def _claim_one(self, run_id: str, task: UrlTask, expires: int) -> bool:
-        item = {
-            **keys.url(run_id, url_hash(task.url)),
-            "u": task.url,
-            "d": task.depth,
-            "g": "l",
-            "s": QUEUED,
-            "t": expires,
-            **({"p": task.parent} if task.parent else {}),
-            **({"v": task.via} if task.via else {}),
-            **({"ca": task.carry} if task.carry else {}),
-        }
-        return self._put_if(item, "attribute_not_exists(pk)", {})
+        item = codec.claim_item(run_id, url_hash(task.url), task, expires)
+        return self._put_if(item, f"attribute_not_exists({codec.PK})", {})
 
     def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
         expires = self._expires()
 
         def write(result: PageResult) -> bool:
-            item = {**keys.url(run_id, url_hash(result.url)), **result.to_plain(), "s": DONE, "t": expires}
+            item = codec.result_item(run_id, url_hash(result.url), result, expires)
             # Counted once: a seed's first result creates its item; a link's replaces its claim.
-            return self._put_if(item, "attribute_not_exists(pk) OR #s = :q", {":q": QUEUED}, names={"#s": "s"})
+            return self._put_if(item, _NEW_OR_CLAIMED, {":q": codec.QUEUED}, names={"#s": codec.STATE})
 
         return list(self._pool.map(write, results))
 
@@ -101,8 +93,8 @@ class DynamoFrontier:
         expires = self._expires()
 
         def write(result: PageResult) -> bool:
-            item = {**keys.url(run_id, url_hash(result.url)), **result.to_plain(), "s": DONE, "t": expires}
-            return self._put_if(item, "#s = :d", {":d": DONE}, names={"#s": "s"})
+            item = codec.result_item(run_id, url_hash(result.url), result, expires)
+            return self._put_if(item, "#s = :d", {":d": codec.DONE}, names={"#s": codec.STATE})
 
         return sum(self._pool.map(write, results))
 
@@ -121,7 +113,7 @@ class DynamoFrontier:
         try:
             self._db.put_item(**request)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if code(exc) == "ConditionalCheckFailedException":
                 return False
             raise
         return True
@@ -143,38 +135,24 @@ class DynamoFrontier:
                 yield from map(_entry, page["Items"])
 
     def add_progress(self, run_id: str, delta: Progress) -> None:
-        values = {":c": delta.claimed, ":d": delta.done, ":r": delta.records, ":f": delta.failed}
+        expression, values = codec.progress_add(delta)
         self._db.update_item(
             TableName=self.table,
-            Key=to_item(keys.progress(run_id, self._rng.randrange(keys.PROGRESS_SHARDS))),
-            UpdateExpression="ADD claimed :c, done :d, records :r, failed :f",
+            Key=to_item(keys.progress(run_id, self._rng.randrange(PROGRESS_SHARDS))),
+            UpdateExpression=expression,
             ExpressionAttributeValues=to_item(values),
         )
 
+    def stored_bytes(self, run_id: str, entry: UrlEntry) -> int:
+        return codec.stored_bytes(run_id, entry)
+
     def progress(self, run_id: str) -> Progress:
-        shards = [to_item(keys.progress(run_id, n)) for n in range(keys.PROGRESS_SHARDS)]
+        shards = [to_item(keys.progress(run_id, n)) for n in range(PROGRESS_SHARDS)]
         total = Progress()
         for raw in batch_get(self._db, self.table, shards, consistent=False):
-            item = from_item(raw)
-            total += Progress(
-                int(item.get("claimed", 0)),
-                int(item.get("done", 0)),
-                int(item.get("records", 0)),
-                int(item.get("failed", 0)),
-            )
+            total += codec.progress_of(from_item(raw))
         return total
 
 
 def _entry(raw: dict[str, Any]) -> UrlEntry:
-    item = from_item(raw)
-    done = item.get("s") == DONE
-    return UrlEntry(
-        url_hash=item["sk"],
-        url=item["u"],
-        depth=int(item["d"]),
-        origin="seed" if item["g"] == "s" else "link",
-        parent=item.get("p"),
-        result=PageResult.from_plain(item) if done else None,
-        via=item.get("v"),
-        carry=item.get("ca") or None,
-    )
+    return codec.url_entry(from_item(raw))

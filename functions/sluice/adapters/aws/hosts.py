@@ -8,21 +8,22 @@ the fleet asks the host for pages, by one writer at a time (its queue group's ho
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 
 from botocore.exceptions import ClientError
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.batch import batch_get
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.hosts import HostState
 from sluice.observability import logger
 
 
+@aws_errors
 class DynamoHostBook:
     """:class:`sluice.ports.HostBook` on the ledger table."""
 
@@ -39,9 +40,8 @@ class DynamoHostBook:
         wanted = [to_item(keys.host(h)) for h in dict.fromkeys(hosts)]
         found = {}
         for raw in batch_get(self._db, self.table, wanted, consistent=True):
-            item = from_item(raw)
-            host = str(item["host"])
-            found[host] = HostState.from_json(host, json.loads(item["s"]))
+            state = codec.host_state(from_item(raw))
+            found[state.host] = state
         return found
 
     def save(self, states: Sequence[HostState]) -> int:
@@ -49,25 +49,17 @@ class DynamoHostBook:
         expires = int(self._clock()) + self._ttl_s
         for state in states:
             fresh = replace(state, version=state.version + 1)
-            condition = "attribute_not_exists(pk)" if state.version == 0 else "v = :v"
+            condition = f"attribute_not_exists({codec.PK})" if state.version == 0 else f"{codec.HOST_VERSION} = :v"
             try:
                 self._db.put_item(
                     TableName=self.table,
-                    Item=to_item(
-                        {
-                            **keys.host(state.host),
-                            "host": state.host,
-                            "s": json.dumps(fresh.to_json(), separators=(",", ":")),
-                            "v": fresh.version,
-                            "t": expires,
-                        }
-                    ),
+                    Item=to_item(codec.host_item(fresh, expires)),
                     ConditionExpression=condition,
                     **({"ExpressionAttributeValues": to_item({":v": state.version})} if state.version else {}),
                 )
                 written += 1
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                if code(exc) != "ConditionalCheckFailedException":
                     raise
                 # Another fetcher held the host meanwhile (a batch outlived its visibility): its state stands.
                 logger.warning("host state changed under us: not written", extra={"host": state.host})

@@ -12,21 +12,19 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.runs import RunInFlight, RunLock, RunState, deadline_bound, finished, iso
 
-LOCK_FREE = "attribute_not_exists(pk) OR deadline < :now"
+LOCK_FREE = f"attribute_not_exists({codec.PK}) OR {codec.DEADLINE} < :now"
 """The crawl lock may be taken: no run holds it, or its run is :func:`~sluice.domain.runs.overdue` (with
 ``:now`` = :func:`~sluice.domain.runs.deadline_bound`; tests/adapters/test_run_rules.py holds them to agree)."""
 
 
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
+@aws_errors
 class DynamoRunLedger:
     """:class:`sluice.ports.RunLedger` on one DynamoDB table."""
 
@@ -51,14 +49,6 @@ class DynamoRunLedger:
         state = RunState.opened(
             crawl, spec_digest, deadline, trigger=trigger, catalog_run=catalog_run, now=now, run_id=run_id
         )
-        lock = RunLock.of(state)
-        lock_item = {
-            **keys.lock(crawl),
-            "run_id": lock.run_id,
-            "started_at": lock.started_at,
-            "deadline": lock.deadline,
-            **({"trigger": lock.trigger} if lock.trigger else {}),
-        }
         try:
             # Once per run: the lock and the run in one transaction, so neither exists without the other.
             self._db.transact_write_items(
@@ -66,7 +56,7 @@ class DynamoRunLedger:
                     {
                         "Put": {
                             "TableName": self.table,
-                            "Item": to_item(lock_item),
+                            "Item": to_item(codec.lock_item(RunLock.of(state))),
                             # Taken if free, or if the holder is past its deadline (it will be finalized as
                             # unfinished): ``deadline < :now`` is the domain's ``overdue`` rule in DynamoDB's terms.
                             "ConditionExpression": LOCK_FREE,
@@ -76,14 +66,14 @@ class DynamoRunLedger:
                     {
                         "Put": {
                             "TableName": self.table,
-                            "Item": to_item(_run_item(state)),
-                            "ConditionExpression": "attribute_not_exists(pk)",
+                            "Item": to_item(codec.run_item(state)),
+                            "ConditionExpression": f"attribute_not_exists({codec.PK})",
                         }
                     },
                 ]
             )
         except ClientError as exc:
-            if _code(exc) != "TransactionCanceledException":
+            if code(exc) != "TransactionCanceledException":
                 raise
             holder = self.active_run(crawl)
             if holder is None:
@@ -93,11 +83,11 @@ class DynamoRunLedger:
 
     def get_run(self, crawl: str, run_id: str) -> RunState | None:
         item = self._db.get_item(TableName=self.table, Key=to_item(keys.run(crawl, run_id)), ConsistentRead=True)
-        return _state(from_item(item["Item"])) if "Item" in item else None
+        return codec.run_state(from_item(item["Item"])) if "Item" in item else None
 
     def active_run(self, crawl: str) -> RunLock | None:
         item = self._db.get_item(TableName=self.table, Key=to_item(keys.lock(crawl)), ConsistentRead=True)
-        return _lock(from_item(item["Item"])) if "Item" in item else None
+        return codec.run_lock(from_item(item["Item"])) if "Item" in item else None
 
     def active_runs(self) -> list[RunLock]:
         pages = self._db.get_paginator("query").paginate(
@@ -106,7 +96,7 @@ class DynamoRunLedger:
             ExpressionAttributeValues=to_item({":p": keys.LOCK_PK}),
             ConsistentRead=True,
         )
-        return [_lock(from_item(i)) for page in pages for i in page["Items"]]
+        return [codec.run_lock(from_item(i)) for page in pages for i in page["Items"]]
 
     def latest_finished(
         self, crawl: str, before_run_id: str | None = None, *, complete: bool = False
@@ -126,7 +116,7 @@ class DynamoRunLedger:
         )
         for page in pages:
             for item in page["Items"]:
-                run = _state(from_item(item))
+                run = codec.run_state(from_item(item))
                 if finished(run, complete=complete):
                     return run
         return None
@@ -141,132 +131,83 @@ class DynamoRunLedger:
             ConsistentRead=True,
             PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)},
         )
-        return [_state(from_item(item)) for page in pages for item in page["Items"]]
+        return [codec.run_state(from_item(item)) for page in pages for item in page["Items"]]
 
     def set_seeds(self, crawl: str, run_id: str, seeds: int) -> None:
-        self._update(crawl, run_id, "SET seeds = :n", {":n": seeds})
+        self._update(crawl, run_id, {"seeds": seeds})
 
     def fanned_out(self, crawl: str, run_id: str, offset: int) -> None:
-        self._update(crawl, run_id, "SET fanned_out = :n", {":n": offset})
+        self._update(crawl, run_id, {"fanned_out": offset})
 
     def seeded(self, crawl: str, run_id: str) -> RunState | None:
-        answer = self._update(crawl, run_id, "SET seeding = :f", {":f": False}, returns=True)
-        return _state(from_item(answer)) if answer is not None else None
+        answer = self._update(crawl, run_id, {"seeding": False}, returns=True)
+        return codec.run_state(from_item(answer)) if answer is not None else None
 
     def checked(self, crawl: str, run_id: str, done: int) -> None:
-        self._update(
-            crawl, run_id, "SET checked_at = :t, checked_done = :d", {":t": iso(self._clock.now()), ":d": done}
-        )
+        self._update(crawl, run_id, {"checked_at": iso(self._clock.now()), "checked_done": done})
 
     def begin_finalizing(self, crawl: str, run_id: str) -> bool:
-        values = {":f": "finalizing", ":t": iso(self._clock.now())}
-        return self._update(crawl, run_id, "SET #s = :f, finalizing_at = :t", values, when="running") is not None
+        changes = {"status": "finalizing", "finalizing_at": iso(self._clock.now())}
+        return self._update(crawl, run_id, changes, when="running") is not None
 
     def finish(self, crawl: str, run_id: str, *, healthy: bool, complete: bool, records: int, summary_key: str) -> None:
-        values = {":done": "finished", ":now": iso(self._clock.now()), ":h": healthy, ":c": complete}
+        changes = {"status": "finished", "finished_at": iso(self._clock.now()), "healthy": healthy}
+        expression, names, values = codec.run_update(
+            changes | {"complete": complete, "records": records, "summary_key": summary_key}
+        )
         self._db.update_item(
             TableName=self.table,
             Key=to_item(keys.run(crawl, run_id)),
-            UpdateExpression=(
-                "SET #s = :done, finished_at = :now, healthy = :h, complete = :c, records = :n, summary_key = :k"
-            ),
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues=to_item(values | {":n": records, ":k": summary_key}),
+            UpdateExpression=expression,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=to_item(values),
         )
         try:
             self._db.delete_item(
                 TableName=self.table,
                 Key=to_item(keys.lock(crawl)),
-                ConditionExpression="run_id = :r",
+                ConditionExpression=f"{codec.RUN_ID} = :r",
                 ExpressionAttributeValues=to_item({":r": run_id}),
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if code(exc) != "ConditionalCheckFailedException":
                 raise
 
     def reextracted(self, crawl: str, run_id: str, *, spec_digest: str, healthy: bool, records: int) -> bool:
-        values = {":d": spec_digest, ":h": healthy, ":n": records}
-        expression = "SET spec_digest = :d, healthy = :h, records = :n"
-        return self._update(crawl, run_id, expression, values, when="finished") is not None
+        changes = {"spec_digest": spec_digest, "healthy": healthy, "records": records}
+        return self._update(crawl, run_id, changes, when="finished") is not None
 
     def _update(
         self,
         crawl: str,
         run_id: str,
-        expression: str,
-        values: Mapping[str, Any],
+        changes: Mapping[str, Any],
         *,
         when: str | None = None,
         returns: bool = False,
     ) -> dict[str, Any] | None:
-        """One update of an existing run item (whose status is ``when``, if given): the item as updated (empty
-        unless ``returns``), or None (no change) if there is no such run or its status is another."""
-        condition: dict[str, Any] = {"ConditionExpression": "attribute_exists(pk)"}
+        """One update of run fields (:func:`codec.run_update`) of an existing run item (whose status is ``when``,
+        if given): the item as updated (empty unless ``returns``), or None (no change) if there is no such run or
+        its status is another."""
+        expression, names, values = codec.run_update(changes)
+        condition = f"attribute_exists({codec.PK})"
         if when is not None:
-            condition = {"ConditionExpression": "#s = :when", "ExpressionAttributeNames": {"#s": "status"}}
-            values = {**values, ":when": when}
+            condition = f"#{codec.RUN_STATUS} = :when"
+            names[f"#{codec.RUN_STATUS}"] = codec.RUN_STATUS
+            values[":when"] = when
         try:
             answer = self._db.update_item(
                 TableName=self.table,
                 Key=to_item(keys.run(crawl, run_id)),
                 UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
                 ExpressionAttributeValues=to_item(values),
                 ReturnValues="ALL_NEW" if returns else "NONE",
-                **condition,
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if code(exc) == "ConditionalCheckFailedException":
                 return None
             raise
         attributes: dict[str, Any] = answer.get("Attributes", {})
         return attributes
-
-
-def _run_item(state: RunState) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        **keys.run(state.crawl, state.run_id),
-        "crawl": state.crawl,
-        "run_id": state.run_id,
-        "status": state.status,
-        "started_at": state.started_at,
-        "deadline": state.deadline,
-        "spec_digest": state.spec_digest,
-        "seeding": state.seeding,
-        "seeds": state.seeds,
-    }
-    optional = {"catalog_run": state.catalog_run, "trigger": state.trigger}
-    return item | {k: v for k, v in optional.items() if v is not None}
-
-
-def _state(item: Mapping[str, Any]) -> RunState:
-    return RunState(
-        crawl=item["crawl"],
-        run_id=item["run_id"],
-        status=item["status"],
-        started_at=item["started_at"],
-        deadline=item["deadline"],
-        spec_digest=item["spec_digest"],
-        seeding=bool(item.get("seeding", False)),
-        seeds=int(item.get("seeds", 0)),
-        fanned_out=int(item.get("fanned_out", 0)),
-        catalog_run=item.get("catalog_run"),
-        trigger=item.get("trigger"),
-        checked_at=item.get("checked_at"),
-        checked_done=int(item["checked_done"]) if item.get("checked_done") is not None else None,
-        finalizing_at=item.get("finalizing_at"),
-        finished_at=item.get("finished_at"),
-        healthy=item.get("healthy"),
-        complete=item.get("complete"),
-        records=int(item["records"]) if item.get("records") is not None else None,
-        summary_key=item.get("summary_key"),
-    )
-
-
-def _lock(item: Mapping[str, Any]) -> RunLock:
-    return RunLock(
-        crawl=item["sk"],
-        run_id=item["run_id"],
-        started_at=item["started_at"],
-        deadline=item["deadline"],
-        trigger=item.get("trigger"),
-    )

@@ -8,13 +8,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code, of_kind
+from sluice.domain.errors import Denied, Missing
 
 PART_BYTES = 16 * 1024 * 1024
 """Multipart upload parts: S3 wants at least 5 MiB but the last; memory stays bounded either way."""
-_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
-_DENIED = frozenset({"AccessDenied", "403", "Forbidden"})
 
 
+@aws_errors
 class S3Objects:
     """:class:`sluice.ports.ObjectStore` on one bucket.
 
@@ -22,7 +23,8 @@ class S3Objects:
     the bucket; to one that may not it is 403 AccessDenied. The stack grants each function listing
     only on the prefixes it reads (an ``s3:prefix`` condition, which a GET does not carry), so a 403
     is asked again as a listing of that one key: absent, it is missing; present (or the listing
-    refused too), the 403 is a real refusal and is raised.
+    refused too), the 403 is a real refusal and is raised (:class:`~sluice.domain.errors.Denied`). A ranged
+    read of a key that is not there raises :class:`~sluice.domain.errors.Missing`.
     """
 
     def __init__(self, bucket: str) -> None:
@@ -36,7 +38,7 @@ class S3Objects:
         try:
             self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, IfNoneMatch="*")
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+            if code(exc) in ("PreconditionFailed", "ConditionalRequestConflict"):
                 return False
             raise
         return True
@@ -64,10 +66,9 @@ class S3Objects:
 
     def _missing(self, key: str, exc: ClientError) -> bool:
         """Whether a refused read means the key is not there (see the class doc)."""
-        code = exc.response.get("Error", {}).get("Code")
-        if code in _MISSING:
+        if of_kind(exc, Missing):
             return True
-        if code not in _DENIED:
+        if not of_kind(exc, Denied):
             return False
         try:
             listed = self._s3.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=1)
@@ -78,7 +79,12 @@ class S3Objects:
     def get_range(self, key: str, start: int, length: int) -> bytes:
         if length <= 0:
             return b""
-        answer = self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{start + length - 1}")
+        try:
+            answer = self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{start + length - 1}")
+        except ClientError as exc:
+            if self._missing(key, exc):
+                raise Missing(f"S3Objects.get_range: {self.location(key)} is not there ({code(exc)})") from exc
+            raise
         body: bytes = answer["Body"].read()
         return body
 
@@ -89,6 +95,7 @@ class S3Objects:
         return f"s3://{self.bucket}/{key}"
 
 
+@aws_errors
 class MultipartWriter:
     """A streaming upload: one PUT when small, parts of bounded size when large; visible only once closed."""
 

@@ -19,6 +19,8 @@ from threading import Lock
 from uuid import uuid4
 
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors
+from sluice.domain.errors import StoreError
 from sluice.messages import QueuedMessage, UrlTask, pack
 
 BATCH_ENTRIES = 10
@@ -29,7 +31,7 @@ _RESENDS = 5
 _RECEIVES = "ApproximateReceiveCount"
 
 
-class QueueError(Exception):
+class QueueError(StoreError):
     """Messages SQS would not take after retries; the text names how many and why."""
 
 
@@ -66,6 +68,7 @@ def batches(messages: Iterator[Message]) -> Iterator[list[Message]]:
         yield batch
 
 
+@aws_errors
 class SqsQueue:
     """:class:`sluice.ports.WorkQueue` on the crawl queue."""
 

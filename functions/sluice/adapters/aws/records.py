@@ -8,18 +8,19 @@ catalog run left), 25 to a ``BatchWriteItem``: one write unit per record of up t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.batch import batch_write
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.extraction.extract import Record, record_identity
 
 _BATCH = 25
 
 
+@aws_errors
 class DynamoRecords:
     """:class:`sluice.ports.RecordsTable` on its own table."""
 
@@ -30,21 +31,7 @@ class DynamoRecords:
     def upsert(self, crawl: str, run_id: str, records: Sequence[Record]) -> None:
         for start in range(0, len(records), _BATCH):
             puts = [
-                {
-                    "PutRequest": {
-                        "Item": to_item(
-                            {
-                                **keys.record(crawl, r.identity),
-                                "record_key": r.key,
-                                **({"record_type": r.type} if r.type is not None else {}),
-                                "content_hash": r.content_hash,
-                                "data": json.dumps(r.data, ensure_ascii=False, sort_keys=True),
-                                "run_id": run_id,
-                                "page": r.page_url,
-                            }
-                        )
-                    }
-                }
+                {"PutRequest": {"Item": to_item(codec.record_item(crawl, run_id, r))}}
                 for r in records[start : start + _BATCH]
             ]
             batch_write(self._db, self.table, puts)

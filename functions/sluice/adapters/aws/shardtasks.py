@@ -16,14 +16,20 @@ from collections.abc import Mapping
 
 from botocore.exceptions import ClientError
 
-from sluice.adapters.aws import keys
+from sluice.adapters.aws import codec, keys
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.errors import aws_errors, code
 from sluice.adapters.aws.items import from_item, to_item
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
+from sluice.domain.errors import StoreError
 
 _SEND_BATCH = 10
+_ADD_DONE = f"ADD {codec.PHASE_DONE} :s SET {codec.EXPIRES} = :t"
+"""The shard's number into the phase's set; the item expires with the table's TTL, as the run's URLs do."""
+_NOT_DONE_YET = f"attribute_not_exists({codec.PHASE_DONE}) OR NOT contains({codec.PHASE_DONE}, :n)"
 
 
+@aws_errors
 class SqsShardTasks:
     def __init__(self, queue_url: str, table: str, *, ttl_days: int = 15, clock: Clock = SYSTEM_CLOCK) -> None:
         self.queue_url, self.table, self.ttl_s = queue_url, table, ttl_days * 86400
@@ -41,7 +47,7 @@ class SqsShardTasks:
             answer = sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             if answer.get("Failed"):
                 failed = "; ".join(f"{f['Id']}: {f.get('Message', f['Code'])}" for f in answer["Failed"])
-                raise RuntimeError(f"finalize shard tasks not sent: {failed}")
+                raise StoreError(f"finalize shard tasks not sent: {failed}")
 
     def done(self, attempt: Mapping[str, object], phase: str, shard: int, count: int) -> bool:
         db = client("dynamodb")
@@ -50,8 +56,8 @@ class SqsShardTasks:
             answer = db.update_item(
                 TableName=self.table,
                 Key=key,
-                UpdateExpression="ADD done :s SET t = :t",  # t: the table's expiry, as the run's URLs have
-                ConditionExpression="attribute_not_exists(done) OR NOT contains(done, :n)",
+                UpdateExpression=_ADD_DONE,
+                ConditionExpression=_NOT_DONE_YET,
                 ExpressionAttributeValues={
                     ":s": {"NS": [str(shard)]},
                     ":n": {"N": str(shard)},
@@ -61,25 +67,25 @@ class SqsShardTasks:
             )
             item = from_item(answer["Attributes"])
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if code(exc) != "ConditionalCheckFailedException":
                 raise
             # Counted before (a retry): move on only if the phase is whole and nobody has moved it on.
             stored = db.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
             item = from_item(stored) if stored else {}
-            if item.get("moved"):
+            if item.get(codec.PHASE_MOVED):
                 return False
-        if len(item.get("done") or ()) < count:
+        if len(item.get(codec.PHASE_DONE) or ()) < count:
             return False
         try:
             db.update_item(
                 TableName=self.table,
                 Key=key,
-                UpdateExpression="SET moved = :t",
-                ConditionExpression="attribute_not_exists(moved)",
+                UpdateExpression=f"SET {codec.PHASE_MOVED} = :t",
+                ConditionExpression=f"attribute_not_exists({codec.PHASE_MOVED})",
                 ExpressionAttributeValues={":t": {"BOOL": True}},
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if code(exc) != "ConditionalCheckFailedException":
                 raise
             return False
         return True

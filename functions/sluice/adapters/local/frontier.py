@@ -14,6 +14,8 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from sluice.adapters.aws import codec
+from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress, claim_room
@@ -25,6 +27,7 @@ _PAGE = 1_000
 """Rows per read while scanning: the lock is released between pages, so workers keep going."""
 
 
+@local_errors
 class SqliteFrontier:
     """:class:`sluice.ports.Frontier` on SQLite. Progress is counted, not reported: it is exact."""
 
@@ -153,6 +156,9 @@ class SqliteFrontier:
     def add_progress(self, run_id: str, delta: Progress) -> None:
         """Nothing to report: :meth:`progress` counts the run's URLs themselves."""
 
+    def stored_bytes(self, run_id: str, entry: UrlEntry) -> int:
+        return codec.stored_bytes(run_id, entry)
+
     def progress(self, run_id: str) -> Progress:
         with self._db.reading() as db:
             row = db.execute(
@@ -170,15 +176,16 @@ def _counts(db: Any, run_id: str) -> tuple[int, int]:
 
 
 def _dump(result: PageResult) -> str:
-    plain = result.to_plain()
-    if "k" in plain:
-        plain["k"] = base64.b64encode(plain["k"]).decode()
+    """The result as DynamoDB keeps it (:func:`codec.result_plain`), in JSON: its digests in base64."""
+    plain = codec.result_plain(result)
+    if codec.DIGESTS in plain:
+        plain[codec.DIGESTS] = base64.b64encode(plain[codec.DIGESTS]).decode()
     return json.dumps(plain, separators=(",", ":"))
 
 
 def _link(task: UrlTask) -> str | None:
     """What a claim keeps of its link besides the URL: the follow rule and the carried fields, if any."""
-    link = {k: v for k, v in (("v", task.via), ("ca", task.carry)) if v}
+    link = codec.link_plain(task)
     return json.dumps(link, separators=(",", ":")) if link else None
 
 
@@ -188,9 +195,9 @@ def _entry(row: tuple[Any, ...]) -> UrlEntry:
     result = None
     if raw is not None:
         plain = json.loads(raw)
-        if "k" in plain:
-            plain["k"] = base64.b64decode(plain["k"])
-        result = PageResult.from_plain(plain)
+        if codec.DIGESTS in plain:
+            plain[codec.DIGESTS] = base64.b64decode(plain[codec.DIGESTS])
+        result = codec.result_from_plain(plain)
     return UrlEntry(
         url_hash=hash_,
         url=url,
@@ -198,6 +205,6 @@ def _entry(row: tuple[Any, ...]) -> UrlEntry:
         origin=origin,
         parent=parent,
         result=result,
-        via=link.get("v"),
-        carry=link.get("ca"),
+        via=link.get(codec.VIA),
+        carry=link.get(codec.CARRY),
     )

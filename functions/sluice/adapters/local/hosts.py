@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.domain.hosts import HostState
 
 
+@local_errors
 class SqliteHostBook:
     """:class:`sluice.ports.HostBook` on SQLite; a write is kept only if the stored version is the one read."""
 

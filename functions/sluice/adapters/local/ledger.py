@@ -7,11 +7,13 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.runs import RunInFlight, RunLock, RunState, finished, iso
 
 
+@local_errors
 class SqliteRunLedger:
     """:class:`sluice.ports.RunLedger` on SQLite (the lock and the run are created in one transaction)."""
 

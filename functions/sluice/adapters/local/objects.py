@@ -11,7 +11,10 @@ import uuid
 from pathlib import Path
 from typing import BinaryIO
 
+from sluice.adapters.local.errors import local_errors
 
+
+@local_errors
 class FileObjects:
     """:class:`sluice.ports.ObjectStore` on a folder."""
 
@@ -68,6 +71,7 @@ class FileObjects:
         return str(self.root / key)
 
 
+@local_errors
 class FileWriter:
     """Writes to ``NAME.tmp-UUID``; :meth:`close` makes it durable and renames it to ``NAME``."""
 

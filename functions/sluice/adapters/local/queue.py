@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.messages import QueuedMessage, UrlTask, pack
@@ -44,6 +45,7 @@ class QueueDepth:
     dead: int
 
 
+@local_errors
 class SqliteQueue:
     """:class:`sluice.ports.WorkQueue` on SQLite, plus what the local runner plays the event source with."""
 

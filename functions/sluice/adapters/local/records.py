@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.extraction.extract import Record, record_identity
 
 
+@local_errors
 class SqliteRecords:
     """:class:`sluice.ports.RecordsTable` on SQLite."""
 
