@@ -21,11 +21,11 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import pytest
 import yaml
@@ -49,8 +49,8 @@ from sluice.pipeline.visit import Container, visit_batch
 from sluice.spec import CrawlSpec, parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.events import sqs_record
 from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
-from sluice_tools.emulate.runner import sqs_record
 from sluice_tools.emulate.shards import drain_shards
 
 BOOKS = 100
@@ -107,7 +107,21 @@ def books_spec(
     }
 
 
-SpecData = Callable[..., dict[str, Any]]
+class SpecData(Protocol):
+    """The ``books_spec`` fixture: :func:`books_spec` itself, so a test's keyword arguments are checked against it."""
+
+    def __call__(
+        self,
+        name: str,
+        base_url: str,
+        *,
+        pages: int = ...,
+        urls: Sequence[str] = ...,
+        retry_times: int = ...,
+        max_depth: int = ...,
+        max_error_rate: float = ...,
+        max_pages: int = ...,
+    ) -> dict[str, Any]: ...
 
 
 FINALIZE_SHARD_PAGES = 30
@@ -200,6 +214,8 @@ class Harness(Protocol):
     """The pipeline on one adapter set, with the event source mapping and async invokes played by hand."""
 
     kind: str
+    specs_dir: Path
+    """Where :meth:`spec` writes the spec files the functions read."""
     services: Services
     clock: Clock
     """What the pipeline takes for now (``advance`` it to make the next run a night later)."""
@@ -242,27 +258,103 @@ class Harness(Protocol):
     def close_container(self) -> None: ...
 
 
-class Pipeline:
-    """What every test drives: one :class:`Harness` and the helpers written once on top of it."""
+HarnessT = TypeVar("HarnessT", bound=Harness, covariant=True)
 
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
+
+class PipelineOn(Generic[HarnessT]):
+    """What every test drives: one :class:`Harness` and the helpers written once on top of it.
+
+    The harness's members are passed through one by one (no ``__getattr__``), so a test is type-checked
+    against what both adapter sets implement. ``PipelineOn[LocalHarness]`` (``local_pipeline``) also
+    reaches the local store through :attr:`harness`.
+    """
+
+    def __init__(self, harness: HarnessT) -> None:
+        self._harness = harness
+
+    @property
+    def harness(self) -> HarnessT:
+        """The adapter set itself, typed as the fixture gives it."""
+        return self._harness
 
     @property
     def kind(self) -> str:
-        return self.harness.kind
+        return self._harness.kind
+
+    @property
+    def specs_dir(self) -> Path:
+        return self._harness.specs_dir
 
     @property
     def services(self) -> Services:
-        return self.harness.services
+        return self._harness.services
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.harness, name)
+    @property
+    def clock(self) -> Clock:
+        return self._harness.clock
+
+    @property
+    def finalize_requests(self) -> list[dict[str, object]]:
+        return self._harness.finalize_requests
+
+    @property
+    def start_requests(self) -> list[dict[str, object]]:
+        return self._harness.start_requests
+
+    @property
+    def visibility_changes(self) -> list[tuple[str, int]]:
+        return self._harness.visibility_changes
+
+    @property
+    def max_receive_count(self) -> int:
+        return self._harness.max_receive_count
+
+    def configure(self, **changes: Any) -> None:
+        self._harness.configure(**changes)
+
+    def spec(self, data: dict[str, Any]) -> CrawlSpec:
+        return self._harness.spec(data)
+
+    def start(self, crawl: str) -> str:
+        return self._harness.start(crawl)
+
+    def receive(self, max_messages: int = 10) -> list[Message]:
+        return self._harness.receive(max_messages)
+
+    def invoke(self, messages: Sequence[Message], time_left_s: float | None = None) -> set[str]:
+        return self._harness.invoke(messages, time_left_s)
+
+    def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None:
+        self._harness.ack(messages, failed)
+
+    def make_visible(self, messages: Sequence[Message]) -> None:
+        self._harness.make_visible(messages)
+
+    def send_raw(self, *bodies: str) -> None:
+        self._harness.send_raw(*bodies)
+
+    def in_queue(self) -> int:
+        return self._harness.in_queue()
+
+    def dead_letters(self) -> list[str]:
+        return self._harness.dead_letters()
+
+    def sweep(self) -> list[dict[str, Any]]:
+        return self._harness.sweep()
+
+    def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]:
+        return self._harness.finalize_one(request)
+
+    def finalize_shards(self) -> list[dict[str, Any]]:
+        return self._harness.finalize_shards()
+
+    def close_container(self) -> None:
+        self._harness.close_container()
 
     def deliver(self, messages: Sequence[Message]) -> set[str]:
         """One invocation as the event source mapping makes it: invoke, then delete what succeeded."""
-        failed = self.harness.invoke(messages)
-        self.harness.ack(messages, failed)
+        failed = self._harness.invoke(messages)
+        self._harness.ack(messages, failed)
         return failed
 
     def let_pauses_pass(self, *hosts: str) -> None:
@@ -271,12 +363,12 @@ class Pipeline:
         assert book is not None
         states = book.load(list(hosts))
         book.save([dataclasses.replace(s, paused_until=0.0, next_start=0.0) for s in states.values()])
-        self.harness.close_container()  # a new container: no fetcher remembers the pause either
+        self._harness.close_container()  # a new container: no fetcher remembers the pause either
 
     def drain(self, batch_size: int = 10) -> int:
         """Deliver batches until nothing is visible in the queue; return the number of invocations."""
         for steps in range(MAX_STEPS):
-            messages = self.harness.receive(batch_size)
+            messages = self._harness.receive(batch_size)
             if not messages:
                 return steps
             self.deliver(messages)
@@ -285,16 +377,16 @@ class Pipeline:
     def finalize(self) -> list[dict[str, Any]]:
         """Run the finalizer for every finalize request the fetchers made (Lambda's async invokes)."""
         finalized: list[dict[str, Any]] = []
-        requests = self.harness.finalize_requests
+        requests = self._harness.finalize_requests
         for _ in range(MAX_STEPS):
             if not requests:
                 return finalized
-            finalized += self.harness.finalize_one(requests.pop(0))
+            finalized += self._harness.finalize_one(requests.pop(0))
         raise AssertionError(f"still finalize requests after {MAX_STEPS} finalizer invocations")
 
     def run(self, crawl: str) -> str:
         """A whole run: schedule, drain the queue, finalize; return the run id."""
-        run_id = self.harness.start(crawl)
+        run_id = self._harness.start(crawl)
         self.drain()
         finalized = self.finalize()
         assert [f["run_id"] for f in finalized] == [run_id], finalized
@@ -601,6 +693,10 @@ class LocalHarness:
         self.store.close()
 
 
+Pipeline = PipelineOn[Harness]
+"""The ``pipeline`` fixture: either adapter set, so only what :class:`Harness` promises."""
+
+
 def _fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
         monkeypatch.setenv(name, "testing")  # restored after the test; fake_credentials() sets the real values
@@ -636,21 +732,21 @@ def pipeline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest
     """The pipeline on each adapter set in turn: moto and the real handlers, then SQLite and the steps."""
     if request.param == "aws":
         with aws_harness(tmp_path, monkeypatch) as aws:
-            yield Pipeline(aws)
+            yield PipelineOn(aws)
     else:
         with local_harness(tmp_path) as local:
-            yield Pipeline(local)
+            yield PipelineOn(local)
 
 
 @pytest.fixture
-def aws_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
+def aws_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PipelineOn[AwsHarness]]:
     """The pipeline on moto only: for what is about the AWS path itself (handlers, events, request counts)."""
     with aws_harness(tmp_path, monkeypatch) as aws:
-        yield Pipeline(aws)
+        yield PipelineOn(aws)
 
 
 @pytest.fixture
-def local_pipeline(tmp_path: Path) -> Iterator[Pipeline]:
+def local_pipeline(tmp_path: Path) -> Iterator[PipelineOn[LocalHarness]]:
     """The pipeline on the local store only: for what the local queue plays (its head window, in-flight quota)."""
     with local_harness(tmp_path) as local:
-        yield Pipeline(local)
+        yield PipelineOn(local)

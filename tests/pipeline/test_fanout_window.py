@@ -21,6 +21,8 @@ from sluice.domain.layout import seeds_key
 from sluice.messages import CrawlMessage, parse_body
 from sluice.pipeline.backlog import send_backlog
 
+from .conftest import LocalHarness, PipelineOn
+
 WINDOW = 200
 """Messages the emulated queue looks at for groups (SQS: 120,000, scaled down as the issue asks)."""
 FLEET = 20
@@ -56,9 +58,9 @@ class Played:
     queued_peak: int
 
 
-def _play(pipeline: Any, cap_messages: int, rounds: int = ROUNDS, big: int = BIG) -> Played:
+def _play(pipeline: PipelineOn[LocalHarness], cap_messages: int, rounds: int = ROUNDS, big: int = BIG) -> Played:
     pipeline.configure(host_backlog_messages=cap_messages)
-    queue = pipeline.store.queue
+    queue = pipeline.harness.store.queue
     queue.head_window = WINDOW
     queue.in_flight_quota = WINDOW  # scaled down as the window is: the fleet's 20 x 10 never pass it
     pipeline.spec(_spec("skewed"))
@@ -102,7 +104,9 @@ def _small_hosts_first(played: Played) -> None:
 
 
 @pytest.mark.timeout(300)  # a fan-out of 101,000 seeds: seconds alone, more on a loaded machine
-def test_a_big_host_first_in_the_seed_file_does_not_starve_the_small_ones(local_pipeline: Any) -> None:
+def test_a_big_host_first_in_the_seed_file_does_not_starve_the_small_ones(
+    local_pipeline: PipelineOn[LocalHarness],
+) -> None:
     played = _play(local_pipeline, cap_messages=20)
     _small_hosts_first(played)
     assert played.small_done_round <= 3
@@ -110,7 +114,7 @@ def test_a_big_host_first_in_the_seed_file_does_not_starve_the_small_ones(local_
     assert played.queued_peak <= 2 * 20 + SMALL_HOSTS * 2 + 1
 
 
-def test_the_old_fan_out_starves_them_on_the_same_window(local_pipeline: Any) -> None:
+def test_the_old_fan_out_starves_them_on_the_same_window(local_pipeline: PipelineOn[LocalHarness]) -> None:
     """No cap (``host_backlog_messages: 0``) is the old fan-out, every seed sent at once in seed order: the window
     holds the big host alone, and the check above fails."""
     # 10,000 URLs of the big host are 1,000 messages, five windows of them: as hidden as 100,000, and quicker.
