@@ -24,6 +24,8 @@ from sluice_tools.emulate.runner import EmulatedRunner
 from sluice_tools.meter.calls import observe_calls
 from sluice_tools.meter.contention import DynamoContention
 
+from .conftest import SpecData
+
 WORKERS = 8
 LISTINGS = 80
 DOCS = 300
@@ -78,7 +80,7 @@ def output_keys(run: Any) -> list[str]:
 
 
 def test_eight_fetchers_on_seeds_conflict_nowhere_and_write_no_item_over_100_a_second(
-    tmp_path: Path, busy_site: RunningDemoSite, books_spec: Any, record_property: Any
+    tmp_path: Path, busy_site: RunningDemoSite, books_spec: SpecData, record_property: Any
 ) -> None:
     data = books_spec("books", busy_site.base_url, pages=LISTINGS)
     data["politeness"] |= {"concurrency": 4, "concurrency_per_domain": 4}

@@ -25,6 +25,8 @@ from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.output import load_index
 from sluice_tools import synthetic
 
+from .conftest import AwsHarness, Pipeline, PipelineOn
+
 PAGES = 60
 SHARD_PAGES = 8  # 60 pages: 8 shards
 
@@ -34,7 +36,7 @@ class Killed(BaseException):
 
 
 @pytest.fixture
-def run_id(pipeline: Any) -> str:
+def run_id(pipeline: Pipeline) -> str:
     pipeline.configure(finalize_shard_pages=SHARD_PAGES)
     synthetic.write_spec(pipeline.specs_dir)
     return synthetic.write_run(pipeline.services, PAGES)
@@ -60,14 +62,14 @@ def failing(phase: str, shard: int, times: int, error: type[BaseException] = Run
         finalize.run_task = real  # type: ignore[assignment]
 
 
-def _clean(pipeline: Any, run_id: str) -> tuple[dict[str, Any], list[str]]:
+def _clean(pipeline: Pipeline, run_id: str) -> tuple[dict[str, Any], list[str]]:
     summary = pipeline.summary(synthetic.CRAWL, run_id)
     for volatile in ("finalized_at", "finalize_s", "cost"):
         summary.pop(volatile)
     return summary, sorted(json.dumps(r, sort_keys=True) for r in pipeline.records(synthetic.CRAWL, run_id))
 
 
-def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Any, run_id: str) -> None:
+def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Pipeline, run_id: str) -> None:
     with failing("write", 3, times=1) as calls:
         [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
     assert calls == [3, 3]  # its work done twice: the retry rewrote its result whole
@@ -93,7 +95,7 @@ def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Any, ru
 
 
 def test_a_shard_past_its_retries_ends_the_run_failed_with_the_reason(
-    pipeline: Any, run_id: str, capsys: pytest.CaptureFixture[str]
+    pipeline: Pipeline, run_id: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with failing("scan", 5, times=1000) as calls:
         [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
@@ -111,7 +113,7 @@ def test_a_shard_past_its_retries_ends_the_run_failed_with_the_reason(
     assert [d["RunFailed"] for d in documents] == [[1.0]]  # the run-failed alarm's metric
 
 
-def test_a_run_too_large_for_the_stack_ends_failed_saying_what_to_raise(pipeline: Any, run_id: str) -> None:
+def test_a_run_too_large_for_the_stack_ends_failed_saying_what_to_raise(pipeline: Pipeline, run_id: str) -> None:
     pipeline.configure(finalize_max_shards=4)
 
     [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
@@ -123,7 +125,7 @@ def test_a_run_too_large_for_the_stack_ends_failed_saying_what_to_raise(pipeline
     assert pipeline.run_state(synthetic.CRAWL, run_id).status == "finished"
 
 
-def test_a_run_never_stays_finalizing_forever(pipeline: Any, run_id: str) -> None:
+def test_a_run_never_stays_finalizing_forever(pipeline: Pipeline, run_id: str) -> None:
     """Every attempt dies (its tasks killed, or never delivered); the attempt after the last ends the run failed."""
     assert pipeline.services.ledger.begin_finalizing(synthetic.CRAWL, run_id)
     attempts = pipeline.services.tuning.finalize_attempts
@@ -141,7 +143,9 @@ def test_a_run_never_stays_finalizing_forever(pipeline: Any, run_id: str) -> Non
     assert pipeline.run_state(synthetic.CRAWL, run_id).status == "finished"
 
 
-def test_a_shard_task_delivered_twice_is_counted_once(aws_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shard_task_delivered_twice_is_counted_once(
+    aws_pipeline: PipelineOn[AwsHarness], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SQS delivers at least once: every task of every phase sent twice still makes one summary, every key once."""
     aws_pipeline.configure(finalize_shard_pages=SHARD_PAGES)
     synthetic.write_spec(aws_pipeline.specs_dir)
@@ -162,7 +166,7 @@ def test_a_shard_task_delivered_twice_is_counted_once(aws_pipeline: Any, monkeyp
 
 
 def test_each_part_is_read_once_and_the_merged_index_is_in_hash_order(
-    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Write tasks are keyed by part, not URL shard: a fetcher batch's part, whose pages fall in every shard, is
     read by one task in one range (keyed by URL shard it was read once per shard its pages fall in). The groups'
@@ -201,7 +205,7 @@ def test_each_part_is_read_once_and_the_merged_index_is_in_hash_order(
 
 
 def test_waiting_links_are_sent_again_a_bounded_share_of_shards_a_call(
-    pipeline: Any, run_id: str, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A stalled run's waiting links are read shard by shard: a call stops after its budget of entries (the
     sweep's bound, whatever the run's size), the next starts where it stopped, and a lap sends every one."""

@@ -6,7 +6,6 @@ import random
 import re
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -14,17 +13,19 @@ from sluice.domain.hosts import MAX_PAUSE_S, HostState
 from sluice.pipeline.visit import IN_PROCESS_WAIT_CAP_S, visibility_backoff
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Logs, Pipeline, SpecData
+
 CRAWL = "edge"
 
 
-def only_page(pipeline: Any, site: RunningDemoSite, books_spec: Any, path: str, *, retry_times: int) -> str:
+def only_page(pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, path: str, *, retry_times: int) -> str:
     """Start a run whose single seed is ``path``; return the run id."""
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=[path], retry_times=retry_times))
     return str(pipeline.start(CRAWL))
 
 
 def test_503_then_success_is_retried_in_process_and_counted_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     run_id = only_page(pipeline, site, books_spec, "/_test/flaky/a?fail=2&status=503", retry_times=2)
     batch = pipeline.receive(10)
@@ -38,7 +39,7 @@ def test_503_then_success_is_retried_in_process_and_counted_once(
 
 
 def test_503_beyond_the_in_process_retries_comes_back_through_the_queue_and_succeeds(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     run_id = only_page(pipeline, site, books_spec, "/_test/flaky/b?fail=3&status=503", retry_times=1)
     first = pipeline.receive(10)
@@ -60,7 +61,7 @@ def test_503_beyond_the_in_process_retries_comes_back_through_the_queue_and_succ
 
 @pytest.mark.parametrize("form", ["delta", "date"])
 def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at_least_that_long(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any, form: str
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, logs: Logs, form: str
 ) -> None:
     seconds = IN_PROCESS_WAIT_CAP_S + 3
     run_id = only_page(
@@ -94,7 +95,7 @@ def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at
 
 
 def test_404_is_counted_failed_once_and_not_retried(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, logs: Logs
 ) -> None:
     run_id = only_page(pipeline, site, books_spec, "/_test/status/404", retry_times=3)
     batch = pipeline.receive(10)
@@ -129,7 +130,7 @@ def _until(year: int) -> float:
     ids=["delta-999999999", "date-2100", "date-9999"],
 )
 def test_a_retry_after_from_the_far_future_blocks_the_host_for_the_run_and_saves_no_pause(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, form: str, seconds: float
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, form: str, seconds: float
 ) -> None:
     """Main paused the host for decades and saved it; the next crawl of the host waited on robots.txt, silently."""
     host = f"127.0.0.1:{site.port}"
@@ -151,7 +152,7 @@ def test_a_retry_after_from_the_far_future_blocks_the_host_for_the_run_and_saves
 
 
 def test_a_pause_saved_past_the_cap_blocks_the_host_with_the_reason_instead_of_hanging_the_next_run(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """A host record an older fetcher saved paused until 2058: the run ends, its pages skipped with the reason, and
     the record is repaired (main's next run sent no request and waited on robots.txt past any test's patience)."""

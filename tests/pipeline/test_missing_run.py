@@ -9,6 +9,8 @@ from sluice.handlers import finalizer
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.context import LocalContext
 
+from .conftest import AwsHarness, PipelineOn, SpecData
+
 SWEEP = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
 DAY_S = 86400
 
@@ -18,7 +20,7 @@ def sweep() -> dict[str, Any]:
 
 
 def test_the_sweep_reports_a_run_missing_only_after_the_crawls_own_period(
-    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline = aws_pipeline
     pipeline.spec(books_spec("fortnightly", site.base_url, pages=1) | {"schedule": "rate(14 days)"})
