@@ -46,6 +46,7 @@ from sluice.pipeline.finalize import finalize_run, sweep
 from sluice.pipeline.services import Services, Tuning, load_crawl
 from sluice.pipeline.start import start_run
 from sluice.pipeline.visit import Container, visit_batch
+from sluice.ports import HostBook
 from sluice.spec import CrawlSpec, parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate.context import LocalContext
@@ -74,7 +75,7 @@ def books_spec(
     pages: int = PAGES,
     urls: Sequence[str] = (),
     retry_times: int = 2,
-    max_depth: int = 1,
+    max_depth: int | None = 1,
     max_error_rate: float = 0.05,
     max_pages: int = 500,
 ) -> dict[str, Any]:
@@ -118,7 +119,7 @@ class SpecData(Protocol):
         pages: int = ...,
         urls: Sequence[str] = ...,
         retry_times: int = ...,
-        max_depth: int = ...,
+        max_depth: int | None = ...,
         max_error_rate: float = ...,
         max_pages: int = ...,
     ) -> dict[str, Any]: ...
@@ -357,10 +358,16 @@ class PipelineOn(Generic[HarnessT]):
         self._harness.ack(messages, failed)
         return failed
 
-    def let_pauses_pass(self, *hosts: str) -> None:
-        """As if every pause and spacing the fleet keeps for ``hosts`` had run out (a test does not wait 8 s)."""
+    @property
+    def hosts(self) -> HostBook:
+        """The fleet's host book, which both adapter sets wire (``Services.hosts`` is optional for other callers)."""
         book = self.services.hosts
         assert book is not None
+        return book
+
+    def let_pauses_pass(self, *hosts: str) -> None:
+        """As if every pause and spacing the fleet keeps for ``hosts`` had run out (a test does not wait 8 s)."""
+        book = self.hosts
         states = book.load(list(hosts))
         book.save([dataclasses.replace(s, paused_until=0.0, next_start=0.0) for s in states.values()])
         self._harness.close_container()  # a new container: no fetcher remembers the pause either
@@ -397,6 +404,11 @@ class PipelineOn(Generic[HarnessT]):
         assert run is not None
         return run
 
+    def active_run_id(self, crawl: str) -> str | None:
+        """The run that holds the crawl's lock, if one does."""
+        lock = self.services.ledger.active_run(crawl)
+        return None if lock is None else lock.run_id
+
     def tally(self, crawl: str, run_id: str) -> RunTally:
         """The run's exact counts, from its URLs, as the finalizer counts them."""
         return RunTally.of(self.run_state(crawl, run_id).seeds, self.services.frontier.scan(run_id))
@@ -407,12 +419,17 @@ class PipelineOn(Generic[HarnessT]):
         summary: dict[str, Any] = json.loads(raw)
         return summary
 
-    def records(self, crawl: str, run_id: str) -> list[dict[str, Any]]:
-        """Every record line of the run's output files, as the manifest lists them."""
+    def manifest(self, crawl: str, run_id: str) -> dict[str, Any]:
+        """The run's manifest: the output files it lists."""
         raw = self.services.objects.get(manifest_key(crawl, run_id))
         assert raw is not None, f"no manifest for {run_id}"
+        manifest: dict[str, Any] = json.loads(raw)
+        return manifest
+
+    def records(self, crawl: str, run_id: str) -> list[dict[str, Any]]:
+        """Every record line of the run's output files, as the manifest lists them."""
         lines: list[dict[str, Any]] = []
-        for file in json.loads(raw)["files"]:
+        for file in self.manifest(crawl, run_id)["files"]:
             body = self.services.objects.get(file["key"])
             assert body is not None
             lines += [json.loads(line) for line in body.splitlines() if line]

@@ -37,7 +37,7 @@ def _archived(data: dict[str, Any]) -> dict[str, Any]:
 
 def _fixed(data: dict[str, Any]) -> dict[str, Any]:
     """The spec with the price selector the redesigned site needs (its class is ``price-colour``)."""
-    fixed = json.loads(json.dumps(data))
+    fixed: dict[str, Any] = json.loads(json.dumps(data))
     fixed["extract"]["fields"]["price"]["selector"] = "p.price-colour::text"
     return fixed
 
@@ -65,11 +65,11 @@ def test_archive_files_are_warc_one_per_batch_with_every_fetched_page_once(
 ) -> None:
     spec = pipeline.spec(_archived(books_spec("archived", site.base_url)))
     run_id = pipeline.run(spec.name)
-    entries = [e for e in pipeline.services.frontier.scan(run_id) if e.result is not None]
-    fetched = [e.result for e in entries if e.result.outcome == "fetched"]
+    results = [e.result for e in pipeline.services.frontier.scan(run_id) if e.result is not None]
+    fetched = [r for r in results if r.outcome == "fetched"]
     assert len(fetched) == PAGES
     files = _archive_keys(pipeline, spec.name, run_id)
-    batches = len({e.result.block.part for e in entries if e.result.block is not None})
+    batches = len({r.block.part for r in results if r.block is not None})
     assert len(files) == batches  # one file per batch that wrote a part
     seen: list[str] = []
     for key in files:
@@ -221,7 +221,7 @@ def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
     data = _archived(books_spec("shrunk", site.base_url))
     spec = pipeline.spec(data)
     run_id = pipeline.run(spec.name)
-    manifest = json.loads(pipeline.services.objects.get(manifest_key(spec.name, run_id)))
+    manifest = pipeline.manifest(spec.name, run_id)
     old = [f["key"] for f in manifest["files"]]  # one file per finalize shard that had records
     assert old
     assert all(pipeline.services.objects.size(key) is not None for key in old)
@@ -229,7 +229,7 @@ def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
     done = reextract_run(spec.name, run_id, pipeline.services, nothing)
     assert done.summary["records"]["total"] == 0
     assert done.summary["verdict"]["healthy"] is False
-    assert json.loads(pipeline.services.objects.get(manifest_key(spec.name, run_id)))["files"] == []
+    assert pipeline.manifest(spec.name, run_id)["files"] == []
     assert all(pipeline.services.objects.size(key) is None for key in old)
 
 

@@ -26,7 +26,7 @@ from sluice.pipeline import robots, visit
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import runner as runner_module
-from sluice_tools.emulate.limits import Limits, enforced, partition_of
+from sluice_tools.emulate.limits import DynamoError, Limits, enforced, partition_of
 from sluice_tools.emulate.runner import EmulatedRunner
 
 from .conftest import AwsHarness, PipelineOn, SpecData
@@ -109,7 +109,7 @@ def test_the_stacks_clients_retry_every_answer_the_limits_give() -> None:
 
 
 @pytest.mark.parametrize("code", ["ProvisionedThroughputExceededException", "ThrottlingException"])
-def test_a_partition_past_its_units_is_refused_with_dynamodbs_own_error_and_retried(code: str) -> None:
+def test_a_partition_past_its_units_is_refused_with_dynamodbs_own_error_and_retried(code: DynamoError) -> None:
     """The answer comes at the HTTP boundary: botocore's retries see it as AWS's, and its last attempt's error is
     the service's code. Items on another partition are not refused."""
     with mock_aws():

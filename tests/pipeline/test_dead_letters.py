@@ -13,7 +13,7 @@ import pytest
 from sluice.handlers import fetcher
 from sluice_tools.demosite import RunningDemoSite
 
-from .conftest import AwsHarness, Logs, Pipeline, PipelineOn, SpecData
+from .conftest import AwsHarness, Logs, Message, Pipeline, PipelineOn, SpecData
 
 CRAWL = "books"
 NOT_JSON = "not json"
@@ -115,7 +115,7 @@ def test_concurrent_fetcher_invocations_report_their_own_failures(
     answers: dict[str, set[str]] = {}
     errors: list[BaseException] = []
 
-    def container(name: str, batch: list[dict[str, Any]]) -> None:
+    def container(name: str, batch: list[Message]) -> None:
         try:
             answers[name] = pipeline.invoke(batch)
         except BaseException as exc:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.queue import SqsQueue
 from sluice.domain.runs import RunInFlight
 from sluice.handlers import scheduler
 from sluice.messages import StartEvent
@@ -91,7 +92,9 @@ def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any
     fixed = {k: v for k, v in small.items() if k != "sqs.SendMessageBatch"}
     assert fixed == {k: v for k, v in large.items() if k != "sqs.SendMessageBatch"}
     assert sum(v for k, v in large.items() if k.startswith("dynamodb.")) <= 12
-    assert pipeline.services.queue.stats.messages == pipeline.in_queue() == 500
+    queue = pipeline.services.queue
+    assert isinstance(queue, SqsQueue)
+    assert queue.stats.messages == pipeline.in_queue() == 500
 
 
 def test_fanout_continues_from_its_offset_when_time_runs_low(pipeline: Pipeline) -> None:

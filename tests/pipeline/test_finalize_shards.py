@@ -19,10 +19,14 @@ import pytest
 
 from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.layout import summary_key
+from sluice.domain.runs import RunState
 from sluice.messages import UrlTask
-from sluice.pipeline import finalize
+from sluice.pipeline import finalize, finalize_shards
 from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.finalize_shards import Attempt
 from sluice.pipeline.output import load_index
+from sluice.pipeline.services import Services
+from sluice.spec import CrawlSpec
 from sluice_tools import synthetic
 
 from .conftest import AwsHarness, Pipeline, PipelineOn
@@ -43,23 +47,23 @@ def run_id(pipeline: Pipeline) -> str:
 
 
 @contextmanager
-def failing(phase: str, shard: int, times: int, error: type[BaseException] = RuntimeError) -> Iterator[list[int]]:
+def failing(in_phase: str, shard: int, times: int, error: type[BaseException] = RuntimeError) -> Iterator[list[int]]:
     """Make one shard task of one phase fail ``times`` times, after doing its work (it dies mid-way)."""
-    real = finalize.run_task
+    real = finalize_shards.run_task
     calls: list[int] = []
 
-    def run_task(services: Any, run: Any, spec: Any, attempt: Any, this_phase: str, index: int) -> None:
-        real(services, run, spec, attempt, this_phase, index)
-        if (this_phase, index) == (phase, shard):
+    def run_task(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, phase: str, index: int) -> None:
+        real(services, run, spec, attempt, phase, index)
+        if (phase, index) == (in_phase, shard):
             calls.append(index)
             if len(calls) <= times:
                 raise error(f"shard {index} died after its work")
 
-    finalize.run_task = run_task  # type: ignore[assignment]
+    finalize.run_task = run_task  # type: ignore[attr-defined]  # patched where finalize calls it
     try:
         yield calls
     finally:
-        finalize.run_task = real  # type: ignore[assignment]
+        finalize.run_task = real  # type: ignore[attr-defined]
 
 
 def _clean(pipeline: Pipeline, run_id: str) -> tuple[dict[str, Any], list[str]]:
@@ -81,7 +85,7 @@ def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Pipelin
     keys = [json.loads(r)["_key"] for r in records]
     assert len(keys) == len(set(keys)) == summary["records"]["total"]  # every key once, nothing doubled
     # The same run finalized again (forced), with no failure: the same summary and the same lines.
-    again = pipeline.services.ledger.get_run(synthetic.CRAWL, run_id)
+    again = pipeline.run_state(synthetic.CRAWL, run_id)
     assert again.status == "finished"
     second = synthetic.write_run(pipeline.services, PAGES)
     pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": second})

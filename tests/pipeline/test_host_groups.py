@@ -46,7 +46,7 @@ def test_local_queue_gives_a_group_to_one_consumer_at_a_time(tmp_path: Path) -> 
 
 
 def test_host_state_has_one_writer_a_stale_write_is_dropped(pipeline: Pipeline) -> None:
-    book = pipeline.services.hosts
+    book = pipeline.hosts
     assert book.load(["a:80"]) == {}
     state = HostState("a:80", paused_until=2e9).with_counts(RUN, RunCounts(3, 2))
     assert book.save([state]) == 1

@@ -109,7 +109,7 @@ def test_a_run_whose_lock_is_taken_over_after_its_deadline_is_finalized_not_forg
     assert answer.run_id != overdue
     assert pipeline.run_state(CRAWL, overdue).status == "finished"
     assert pipeline.summary(CRAWL, overdue)["status"] == "unfinished"
-    assert pipeline.services.ledger.active_run(CRAWL).run_id == answer.run_id
+    assert pipeline.active_run_id(CRAWL) == answer.run_id
 
 
 def test_a_link_claimed_but_never_sent_is_sent_again_once_the_run_stops_moving(

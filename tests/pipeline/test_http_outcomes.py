@@ -81,9 +81,7 @@ def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at
     assert pipeline.in_queue() == 1
     assert pipeline.tally(CRAWL, run_id).done == 0
 
-    [paused] = pipeline.services.hosts.load(
-        [f"127.0.0.1:{site.port}"]
-    ).values()  # the pause is the fleet's, not one fetcher's
+    [paused] = pipeline.hosts.load([f"127.0.0.1:{site.port}"]).values()  # the pause is the fleet's, not one fetcher's
     assert paused.paused_until >= time.time() + asked - 2
 
     pipeline.make_visible(first)  # ... as it will be once the Retry-After has passed
@@ -147,7 +145,7 @@ def test_a_retry_after_from_the_far_future_blocks_the_host_for_the_run_and_saves
     assert summary["blocked_hosts"][host]["urls_skipped"] == 1
     check = {c["check"]: c for c in summary["verdict"]["checks"]}["blocked"]
     assert check["ok"] is False
-    [state] = pipeline.services.hosts.load([host]).values()
+    [state] = pipeline.hosts.load([host]).values()
     assert state.paused_until < time.time() + MAX_PAUSE_S  # no pause of decades is saved for the next run
 
 
@@ -157,7 +155,7 @@ def test_a_pause_saved_past_the_cap_blocks_the_host_with_the_reason_instead_of_h
     """A host record an older fetcher saved paused until 2058: the run ends, its pages skipped with the reason, and
     the record is repaired (main's next run sent no request and waited on robots.txt past any test's patience)."""
     host = f"127.0.0.1:{site.port}"
-    book = pipeline.services.hosts
+    book = pipeline.hosts
     book.save([HostState(host, paused_until=time.time() + 999_999_958.9, version=0)])
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=2))
 

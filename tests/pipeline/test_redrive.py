@@ -9,7 +9,7 @@ from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.move_tasks import MoveTasks
 
-from .conftest import Pipeline, SpecData
+from .conftest import LocalHarness, Pipeline, SpecData
 
 CRAWL = "books"
 PAGES, BOOKS = 5, 100
@@ -46,6 +46,7 @@ def test_a_redriven_run_finishes_with_each_page_counted_once(
         MoveTasks.install(client("sqs"))
         where = ["--stage"]
     else:
+        assert isinstance(pipeline.harness, LocalHarness)
         where = ["--state", str(pipeline.harness.store.folder)]
     capsys.readouterr()
     assert main(["redrive", *where]) == 0

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pytest
 
@@ -191,7 +191,7 @@ class _Recording(BaseHTTPRequestHandler):
     seen: list[tuple[int, str, bool]]
 
     def do_GET(self) -> None:
-        port = self.server.server_address[1]
+        port = cast(tuple[str, int], self.server.server_address)[1]
         self.seen.append((int(port), self.path, TOKEN_VALUE in str(self.headers)))
         status, location, body = self.pages.get(self.path, (404, "", "no such page"))
         data = body.encode()
@@ -211,7 +211,7 @@ class _Recording(BaseHTTPRequestHandler):
 def two_ports() -> Iterator[tuple[str, str, list[tuple[int, str, bool]]]]:
     """Two loopback servers on one host, another port each: ``(base A, base B, requests seen by both)``."""
     seen: list[tuple[int, str, bool]] = []
-    handler = type("Handler", (_Recording,), {"seen": seen})
+    handler = cast(type[_Recording], type("Handler", (_Recording,), {"seen": seen}))
     servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler) for _ in range(2)]
     threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True) for s in servers]
     for thread in threads:

@@ -23,6 +23,7 @@ import yaml
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import Progress
 from sluice.pipeline import finalize as finalize_module
+from sluice.pipeline import output
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.runner.local import LocalFleet
@@ -171,7 +172,7 @@ def test_run_whose_finalizer_died_is_finalized_again_by_the_next_command(
     specs.mkdir()
     (specs / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
     fleet = LocalFleet(specs, tmp_path / "state", workers=2, allow_loopback=True)
-    real = finalize_module.write_index_and_manifest
+    real = output.write_index_and_manifest
 
     def dies(*args: Any) -> Any:
         raise RuntimeError("the finalizer died writing the output")

@@ -53,12 +53,12 @@ def test_second_run_while_one_is_in_flight_is_refused_naming_it(
     assert run_ids(pipeline, CRAWL) == [first]
     assert pipeline.in_queue() == queued
     assert pipeline.run_state(CRAWL, first).seeds == 5
-    assert pipeline.services.ledger.active_run(CRAWL).run_id == first
+    assert pipeline.active_run_id(CRAWL) == first
 
     # Another crawl is not held up by this one's lock.
     pipeline.spec(books_spec("other", site.base_url, pages=1))
     other = pipeline.start("other")
-    assert pipeline.services.ledger.active_run("other").run_id == other
+    assert pipeline.active_run_id("other") == other
 
     pipeline.drain()
     assert {f["run_id"] for f in pipeline.finalize()} == {first, other}
@@ -67,7 +67,7 @@ def test_second_run_while_one_is_in_flight_is_refused_naming_it(
     second = pipeline.start(CRAWL)
     assert second > first
     assert sorted(run_ids(pipeline, CRAWL)) == [first, second]
-    assert pipeline.services.ledger.active_run(CRAWL).run_id == second
+    assert pipeline.active_run_id(CRAWL) == second
 
 
 def test_a_second_local_run_on_the_same_state_folder_is_refused(tmp_path: Path) -> None:
