@@ -132,8 +132,9 @@ def timed_handlers(timings: Timings, gate: _Gate) -> Iterator[None]:
 
         return timed
 
+    modules: dict[str, Any] = {"scheduler": scheduler, "fetcher": fetcher, "finalizer": finalizer}
     for name, handler in real.items():
-        {"scheduler": scheduler, "fetcher": fetcher, "finalizer": finalizer}[name].handler = wrap(name, handler)
+        modules[name].handler = wrap(name, handler)
     try:
         yield
     finally:
@@ -157,7 +158,7 @@ def _spec(name: str, base_url: str, pages: int) -> dict[str, Any]:
 
 
 def run_scenario(
-    label: str, folder: Path, data: dict[str, Any], site: RunningDemoSite, before: Callable[[], None]
+    label: str, folder: Path, data: dict[str, Any], site: RunningDemoSite, before: Callable[[], object]
 ) -> dict[str, Any]:
     """One run of ``data`` through the emulated stack, every call metered; the run's figures."""
     specs = folder / "crawls"
