@@ -280,82 +280,82 @@ class PipelineOn(Generic[HarnessT]):
 
     @property
     def kind(self) -> str:
-        return self._harness.kind
+        return self.harness.kind
 
     @property
     def specs_dir(self) -> Path:
-        return self._harness.specs_dir
+        return self.harness.specs_dir
 
     @property
     def services(self) -> Services:
-        return self._harness.services
+        return self.harness.services
 
     @property
     def clock(self) -> Clock:
-        return self._harness.clock
+        return self.harness.clock
 
     @property
     def finalize_requests(self) -> list[dict[str, object]]:
-        return self._harness.finalize_requests
+        return self.harness.finalize_requests
 
     @property
     def start_requests(self) -> list[dict[str, object]]:
-        return self._harness.start_requests
+        return self.harness.start_requests
 
     @property
     def visibility_changes(self) -> list[tuple[str, int]]:
-        return self._harness.visibility_changes
+        return self.harness.visibility_changes
 
     @property
     def max_receive_count(self) -> int:
-        return self._harness.max_receive_count
+        return self.harness.max_receive_count
 
     def configure(self, **changes: Any) -> None:
-        self._harness.configure(**changes)
+        self.harness.configure(**changes)
 
     def spec(self, data: dict[str, Any]) -> CrawlSpec:
-        return self._harness.spec(data)
+        return self.harness.spec(data)
 
     def start(self, crawl: str) -> str:
-        return self._harness.start(crawl)
+        return self.harness.start(crawl)
 
     def receive(self, max_messages: int = 10) -> list[Message]:
-        return self._harness.receive(max_messages)
+        return self.harness.receive(max_messages)
 
     def invoke(self, messages: Sequence[Message], time_left_s: float | None = None) -> set[str]:
-        return self._harness.invoke(messages, time_left_s)
+        return self.harness.invoke(messages, time_left_s)
 
     def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None:
-        self._harness.ack(messages, failed)
+        self.harness.ack(messages, failed)
 
     def make_visible(self, messages: Sequence[Message]) -> None:
-        self._harness.make_visible(messages)
+        self.harness.make_visible(messages)
 
     def send_raw(self, *bodies: str) -> None:
-        self._harness.send_raw(*bodies)
+        self.harness.send_raw(*bodies)
 
     def in_queue(self) -> int:
-        return self._harness.in_queue()
+        return self.harness.in_queue()
 
     def dead_letters(self) -> list[str]:
-        return self._harness.dead_letters()
+        return self.harness.dead_letters()
 
     def sweep(self) -> list[dict[str, Any]]:
-        return self._harness.sweep()
+        return self.harness.sweep()
 
     def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]:
-        return self._harness.finalize_one(request)
+        return self.harness.finalize_one(request)
 
     def finalize_shards(self) -> list[dict[str, Any]]:
-        return self._harness.finalize_shards()
+        return self.harness.finalize_shards()
 
     def close_container(self) -> None:
-        self._harness.close_container()
+        self.harness.close_container()
 
     def deliver(self, messages: Sequence[Message]) -> set[str]:
         """One invocation as the event source mapping makes it: invoke, then delete what succeeded."""
-        failed = self._harness.invoke(messages)
-        self._harness.ack(messages, failed)
+        failed = self.harness.invoke(messages)
+        self.harness.ack(messages, failed)
         return failed
 
     @property
@@ -370,12 +370,12 @@ class PipelineOn(Generic[HarnessT]):
         book = self.hosts
         states = book.load(list(hosts))
         book.save([dataclasses.replace(s, paused_until=0.0, next_start=0.0) for s in states.values()])
-        self._harness.close_container()  # a new container: no fetcher remembers the pause either
+        self.harness.close_container()  # a new container: no fetcher remembers the pause either
 
     def drain(self, batch_size: int = 10) -> int:
         """Deliver batches until nothing is visible in the queue; return the number of invocations."""
         for steps in range(MAX_STEPS):
-            messages = self._harness.receive(batch_size)
+            messages = self.harness.receive(batch_size)
             if not messages:
                 return steps
             self.deliver(messages)
@@ -384,16 +384,16 @@ class PipelineOn(Generic[HarnessT]):
     def finalize(self) -> list[dict[str, Any]]:
         """Run the finalizer for every finalize request the fetchers made (Lambda's async invokes)."""
         finalized: list[dict[str, Any]] = []
-        requests = self._harness.finalize_requests
+        requests = self.harness.finalize_requests
         for _ in range(MAX_STEPS):
             if not requests:
                 return finalized
-            finalized += self._harness.finalize_one(requests.pop(0))
+            finalized += self.harness.finalize_one(requests.pop(0))
         raise AssertionError(f"still finalize requests after {MAX_STEPS} finalizer invocations")
 
     def run(self, crawl: str) -> str:
         """A whole run: schedule, drain the queue, finalize; return the run id."""
-        run_id = self._harness.start(crawl)
+        run_id = self.harness.start(crawl)
         self.drain()
         finalized = self.finalize()
         assert [f["run_id"] for f in finalized] == [run_id], finalized
