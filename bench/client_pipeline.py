@@ -40,7 +40,8 @@ def docs_spec_data(base: str, concurrency: int) -> dict[str, Any]:
 
 def records_of(run: LocalRun) -> tuple[int, dict[str, Any]]:
     """Complete records in the run's output files, and the first one (read line by line, after the peak is taken)."""
-    count, sample = 0, {}
+    count = 0
+    sample: dict[str, Any] = {}
     for path in sorted(Path(run.outputs["records"]).glob("*.jsonl")):
         with path.open(encoding="utf-8") as lines:
             for line in lines:

@@ -137,8 +137,9 @@ def timed_handlers(timings: Timings, gate: _Gate) -> Iterator[None]:
 
         return timed
 
+    modules: dict[str, Any] = {"scheduler": scheduler, "fetcher": fetcher, "finalizer": finalizer}
     for name, handler in real.items():
-        {"scheduler": scheduler, "fetcher": fetcher, "finalizer": finalizer}[name].handler = wrap(name, handler)
+        modules[name].handler = wrap(name, handler)
     try:
         yield
     finally:
@@ -162,7 +163,7 @@ def _spec(name: str, base_url: str, pages: int) -> dict[str, Any]:
 
 
 def run_scenario(
-    label: str, folder: Path, data: dict[str, Any], site: RunningDemoSite, before: Callable[[], None]
+    label: str, folder: Path, data: dict[str, Any], site: RunningDemoSite, before: Callable[[], object]
 ) -> dict[str, Any]:
     """One run of ``data`` through the emulated stack, every call metered; the run's figures."""
     specs = folder / "crawls"
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    report = {
+    report: dict[str, Any] = {
         "command": "make cost",
         "when": when,
         "site_latency_ms": LATENCY_MS,

@@ -87,7 +87,7 @@ def metered(meter: Meter) -> Iterator[None]:
     """Count the finalizer's store calls and bytes, time it, and watch the process's RSS while it runs."""
     real_scan, real_range = SqliteFrontier.scan, FileObjects.get_range
     real_put, real_write = FileObjects.put, FileWriter.write
-    real_finalize = local_runner.finalize_run
+    real_finalize = finalize_run  # what local_runner calls (patched below)
     inside = threading.Event()
 
     def scan(self: SqliteFrontier, run_id: str, *, consistent: bool = True) -> Iterator[Any]:

@@ -155,7 +155,7 @@ def measure_scrapy(hosts: int, cap: int, pages: int, latency_ms: float) -> dict[
 
 def _hosts_a_batch(logs: Path) -> float:
     """The mean number of hosts a batch held (what one invocation's concurrency had to work with)."""
-    counts = []
+    counts: list[int] = []
     for line in logs.read_text(encoding="utf-8").splitlines():
         if line.startswith("{") and '"batch done"' in line:
             counts.append(json.loads(line).get("host_count", 0))

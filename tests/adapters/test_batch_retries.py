@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from sluice.adapters.aws import batch, clients
+from sluice.adapters.aws import clients
 from sluice.adapters.aws.batch import (
     TRIES,
     UNPROCESSED_BACKOFF,
@@ -34,7 +34,7 @@ def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Stubber, list
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     clients.reset()
     slept: list[float] = []
-    monkeypatch.setattr(batch.time, "sleep", slept.append)
+    monkeypatch.setattr("sluice.adapters.aws.batch.time.sleep", slept.append)
     db = clients.client("dynamodb")
     with Stubber(db) as stub:
         yield db, stub, slept

@@ -137,7 +137,9 @@ def test_a_ledger_finds_the_latest_run_the_domain_calls_finished(
         runs.append(ledger.get_run("c", run.run_id))
     expected = next((r for r in reversed(runs) if r is not None and finished(r, complete=complete)), None)
     assert expected is not None
-    assert expected.run_id == (runs[0] if complete else runs[1] or runs[0]).run_id
+    want = runs[0] if complete else runs[1] or runs[0]
+    assert want is not None
+    assert expected.run_id == want.run_id
     found = ledger.latest_finished("c", complete=complete)
     assert found is not None
     assert found.run_id == expected.run_id

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -33,7 +35,7 @@ def test_staff_pages_want_basic_auth_and_say_so(client: httpx.Client) -> None:
 
 @pytest.mark.parametrize("prefix", ["/members", "/staff"])
 def test_behind_the_door_only_the_catalogue(client: httpx.Client, prefix: str) -> None:
-    login = {"headers": {"X-Demo-Token": DEMO_TOKEN}, "auth": DEMO_LOGIN}
+    login: dict[str, Any] = {"headers": {"X-Demo-Token": DEMO_TOKEN}, "auth": DEMO_LOGIN}
     home = client.get(f"{prefix}/", **login)
     assert (home.status_code, home.headers["location"]) == (301, f"{prefix}{LISTING}")
     assert client.get(f"{prefix}/robots.txt", **login).status_code == 404

@@ -187,6 +187,8 @@ def test_broken_selector_renames_price_class() -> None:
 
 def test_sitemap_lists_listing_pages() -> None:
     catalogue = Catalogue(books=100)
-    body = catalogue.sitemap("http://127.0.0.1:9").body.decode()
+    sitemap = catalogue.sitemap("http://127.0.0.1:9")
+    assert sitemap is not None
+    body = sitemap.body.decode()
     assert body.count("<loc>") == 5
     assert "<loc>http://127.0.0.1:9/catalogue/page-5.html</loc>" in body

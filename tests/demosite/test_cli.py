@@ -33,7 +33,7 @@ def test_refuses_bad_fractions(capsys: pytest.CaptureFixture[str]) -> None:
 @contextmanager
 def _served(*args: str) -> Iterator[str]:
     """Run `python -m sluice_tools.demosite --port 0 ARGS`; yields its URL, then stops it with SIGTERM."""
-    paths = [str(Path(m.__file__).resolve().parent.parent) for m in (sluice, sluice_tools)]
+    paths = [str(Path(m.__path__[0]).resolve().parent) for m in (sluice, sluice_tools)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     command = [sys.executable, "-m", "sluice_tools.demosite", "--port", "0", *args]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as proc:  # noqa: S603

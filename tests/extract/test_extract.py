@@ -344,6 +344,7 @@ def test_unclosed_title_swallows_the_page(spec: CrawlSpec) -> None:
 @pytest.mark.parametrize("html", ["", "   \n", "<html>", "</div></p>", "<<<>>>", "\x00", "<p>\ud800</p>"])
 def test_empty_and_garbage_documents(spec: CrawlSpec, make_spec: MakeSpec, html: str) -> None:
     result = extract_page(spec, PAGE_URL, html)
+    assert spec.extract is not None
     assert result == PageExtraction(
         [], [], 0, 0, {"title": 0, "url": 0, "price": 0}, {k: 0 for k in spec.extract.fields}, PAGE_URL
     )

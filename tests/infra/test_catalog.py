@@ -54,7 +54,8 @@ def _tables(resources: dict[str, Any], *, parquet: bool = False) -> dict[str, di
 
 
 def _table(every_crawl: tuple[dict[str, Any], str], spec: CrawlSpec) -> dict[str, Any]:
-    return _tables(every_crawl[0])[table_name(spec.name)]["TableInput"]
+    table: dict[str, Any] = _tables(every_crawl[0])[table_name(spec.name)]["TableInput"]
+    return table
 
 
 def test_the_stage_has_one_database_named_after_prefix_and_stage(resources: dict[str, Any]) -> None:

@@ -42,8 +42,8 @@ from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate import grants
 from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.events import sqs_record
 from sluice_tools.emulate.resources import ACCOUNT, REGION, create_resources, fake_credentials
-from sluice_tools.emulate.runner import sqs_record
 from sluice_tools.emulate.shards import drain_shards
 
 CRAWL = "granted"

@@ -67,7 +67,7 @@ def template_json() -> dict[str, Any]:
         acknowledge(stack)
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
         app.synth()  # cdk-nag: an unacknowledged finding raises here
-        found: dict[str, Any] = Template.from_stack(stack).to_json()
+        found = dict(Template.from_stack(stack).to_json())
     return found
 
 

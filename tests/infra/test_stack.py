@@ -9,10 +9,11 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 from infra.app import build, context
-from infra.config import DEFAULT
+from infra.config import DEFAULT, FunctionSettings
 from infra.crawls import alarm_range_allowed, deployed_specs, missing_run_period_s
 
 from sluice.settings import Settings
+from sluice.spec import CrawlSpec
 
 SPECS = deployed_specs()
 
@@ -86,7 +87,9 @@ def test_queues_refuse_plain_http(resources: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("settings", [DEFAULT.scheduler, DEFAULT.fetcher, DEFAULT.finalizer], ids=lambda s: s.handler)
-def test_function_runs_its_handler_with_configured_memory_and_timeout(resources: dict[str, Any], settings: Any) -> None:
+def test_function_runs_its_handler_with_configured_memory_and_timeout(
+    resources: dict[str, Any], settings: FunctionSettings
+) -> None:
     name = DEFAULT.name(settings.handler.split(".")[-2])
     function = _function(resources, name)
     assert function["Handler"] == settings.handler
@@ -134,6 +137,7 @@ def test_function_environment_is_exactly_what_settings_validates(resources: dict
 
 
 def _mapping(resources: dict[str, Any], function: str) -> dict[str, Any]:
+    mapping: dict[str, Any]
     (mapping,) = (
         m["Properties"]
         for m in of_type(resources, "AWS::Lambda::EventSourceMapping").values()
@@ -257,21 +261,21 @@ def _alarms(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_record_count_alarm_uses_the_spec_floor(resources: dict[str, Any], spec: Any) -> None:
+def test_record_count_alarm_uses_the_spec_floor(resources: dict[str, Any], spec: CrawlSpec) -> None:
     alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-record-count-drop")]
     assert alarm["Threshold"] == spec.alerts.record_count_floor
     assert alarm["ComparisonOperator"] == "LessThanThreshold"
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_error_rate_alarm_uses_the_spec_ceiling(resources: dict[str, Any], spec: Any) -> None:
+def test_error_rate_alarm_uses_the_spec_ceiling(resources: dict[str, Any], spec: CrawlSpec) -> None:
     alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-error-rate")]
     assert alarm["Threshold"] == spec.alerts.max_error_rate
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.schedule], ids=lambda s: s.name)
-def test_missing_run_alarm_breaches_on_silence(resources: dict[str, Any], spec: Any) -> None:
+def test_missing_run_alarm_breaches_on_silence(resources: dict[str, Any], spec: CrawlSpec) -> None:
     alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-missing-run")]
     assert alarm["TreatMissingData"] == "breaching"  # no datum: the sweep stopped, which is silence too
     assert (alarm["MetricName"], alarm["Statistic"]) == ("RunMissing", "Maximum")
@@ -456,7 +460,7 @@ def test_an_alarm_email_that_is_not_one_is_refused() -> None:
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-def test_a_failed_parquet_copy_pages_through_each_crawls_alarm(resources: dict[str, Any], spec: Any) -> None:
+def test_a_failed_parquet_copy_pages_through_each_crawls_alarm(resources: dict[str, Any], spec: CrawlSpec) -> None:
     alarm = _alarms(resources)[DEFAULT.name(f"{spec.name}-parquet-failed")]
     assert (alarm["MetricName"], alarm["Statistic"], alarm["Threshold"]) == ("ParquetFailed", "Maximum", 0)
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"

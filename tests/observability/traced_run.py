@@ -19,8 +19,8 @@ from moto import mock_aws
 from sluice.adapters.aws.clients import client
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.events import sqs_record
 from sluice_tools.emulate.resources import create_resources, fake_credentials
-from sluice_tools.emulate.runner import sqs_record
 
 MAX_BATCHES = 50
 

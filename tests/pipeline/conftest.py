@@ -21,11 +21,11 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import pytest
 import yaml
@@ -48,11 +48,12 @@ from sluice.pipeline.finalize import finalize_run, sweep
 from sluice.pipeline.services import Services, Tuning, load_crawl
 from sluice.pipeline.start import start_run
 from sluice.pipeline.visit import visit_batch
+from sluice.ports import HostBook
 from sluice.spec import CrawlSpec, parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate.context import LocalContext
+from sluice_tools.emulate.events import sqs_record
 from sluice_tools.emulate.resources import create_resources, dlq_url, fake_credentials, serialized_calls
-from sluice_tools.emulate.runner import sqs_record
 from sluice_tools.emulate.shards import drain_shards
 
 BOOKS = 100
@@ -76,7 +77,7 @@ def books_spec(
     pages: int = PAGES,
     urls: Sequence[str] = (),
     retry_times: int = 2,
-    max_depth: int = 1,
+    max_depth: int | None = 1,
     max_error_rate: float = 0.05,
     max_pages: int = 500,
 ) -> dict[str, Any]:
@@ -109,7 +110,21 @@ def books_spec(
     }
 
 
-SpecData = Callable[..., dict[str, Any]]
+class SpecData(Protocol):
+    """The ``books_spec`` fixture: :func:`books_spec` itself, so a test's keyword arguments are checked against it."""
+
+    def __call__(
+        self,
+        name: str,
+        base_url: str,
+        *,
+        pages: int = ...,
+        urls: Sequence[str] = ...,
+        retry_times: int = ...,
+        max_depth: int | None = ...,
+        max_error_rate: float = ...,
+        max_pages: int = ...,
+    ) -> dict[str, Any]: ...
 
 
 FINALIZE_SHARD_PAGES = 30
@@ -189,6 +204,8 @@ class Harness(Protocol):
     """The pipeline on one adapter set, with the event source mapping and async invokes played by hand."""
 
     kind: str
+    specs_dir: Path
+    """Where :meth:`spec` writes the spec files the functions read."""
     services: Services
     clock: ShiftedClock
     """What the pipeline takes for now, on either adapter set: the services and every adapter read it. ``advance``
@@ -233,22 +250,98 @@ class Harness(Protocol):
     def close_container(self) -> None: ...
 
 
-class Pipeline:
-    """What every test drives: one :class:`Harness` and the helpers written once on top of it."""
+HarnessT = TypeVar("HarnessT", bound=Harness, covariant=True)
 
-    def __init__(self, harness: Harness) -> None:
-        self.harness = harness
+
+class PipelineOn(Generic[HarnessT]):
+    """What every test drives: one :class:`Harness` and the helpers written once on top of it.
+
+    The harness's members are passed through one by one (no ``__getattr__``), so a test is type-checked
+    against what both adapter sets implement. ``PipelineOn[LocalHarness]`` (``local_pipeline``) also
+    reaches the local store through :attr:`harness`.
+    """
+
+    def __init__(self, harness: HarnessT) -> None:
+        self._harness = harness
+
+    @property
+    def harness(self) -> HarnessT:
+        """The adapter set itself, typed as the fixture gives it."""
+        return self._harness
 
     @property
     def kind(self) -> str:
         return self.harness.kind
 
     @property
+    def specs_dir(self) -> Path:
+        return self.harness.specs_dir
+
+    @property
     def services(self) -> Services:
         return self.harness.services
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.harness, name)
+    @property
+    def clock(self) -> ShiftedClock:
+        return self.harness.clock
+
+    @property
+    def finalize_requests(self) -> list[dict[str, object]]:
+        return self.harness.finalize_requests
+
+    @property
+    def start_requests(self) -> list[dict[str, object]]:
+        return self.harness.start_requests
+
+    @property
+    def visibility_changes(self) -> list[tuple[str, int]]:
+        return self.harness.visibility_changes
+
+    @property
+    def max_receive_count(self) -> int:
+        return self.harness.max_receive_count
+
+    def configure(self, **changes: Any) -> None:
+        self.harness.configure(**changes)
+
+    def spec(self, data: dict[str, Any]) -> CrawlSpec:
+        return self.harness.spec(data)
+
+    def start(self, crawl: str) -> str:
+        return self.harness.start(crawl)
+
+    def receive(self, max_messages: int = 10) -> list[Message]:
+        return self.harness.receive(max_messages)
+
+    def invoke(self, messages: Sequence[Message], time_left_s: float | None = None) -> set[str]:
+        return self.harness.invoke(messages, time_left_s)
+
+    def ack(self, messages: Sequence[Message], failed: set[str] | None = None) -> None:
+        self.harness.ack(messages, failed)
+
+    def make_visible(self, messages: Sequence[Message]) -> None:
+        self.harness.make_visible(messages)
+
+    def send_raw(self, *bodies: str) -> None:
+        self.harness.send_raw(*bodies)
+
+    def in_queue(self) -> int:
+        return self.harness.in_queue()
+
+    def dead_letters(self) -> list[str]:
+        return self.harness.dead_letters()
+
+    def sweep(self) -> list[dict[str, Any]]:
+        return self.harness.sweep()
+
+    def finalize_one(self, request: dict[str, object]) -> list[dict[str, Any]]:
+        return self.harness.finalize_one(request)
+
+    def finalize_shards(self) -> list[dict[str, Any]]:
+        return self.harness.finalize_shards()
+
+    def close_container(self) -> None:
+        self.harness.close_container()
 
     def deliver(self, messages: Sequence[Message]) -> set[str]:
         """One invocation as the event source mapping makes it: invoke, then delete what succeeded."""
@@ -256,10 +349,16 @@ class Pipeline:
         self.harness.ack(messages, failed)
         return failed
 
-    def let_pauses_pass(self, *hosts: str) -> None:
-        """As if every pause and spacing the fleet keeps for ``hosts`` had run out (a test does not wait 8 s)."""
+    @property
+    def hosts(self) -> HostBook:
+        """The fleet's host book, which both adapter sets wire (``Services.hosts`` is optional for other callers)."""
         book = self.services.hosts
         assert book is not None
+        return book
+
+    def let_pauses_pass(self, *hosts: str) -> None:
+        """As if every pause and spacing the fleet keeps for ``hosts`` had run out (a test does not wait 8 s)."""
+        book = self.hosts
         states = book.load(list(hosts))
         book.save([dataclasses.replace(s, paused_until=0.0, next_start=0.0) for s in states.values()])
         self.harness.close_container()  # a new container: no fetcher remembers the pause either
@@ -296,6 +395,11 @@ class Pipeline:
         assert run is not None
         return run
 
+    def active_run_id(self, crawl: str) -> str | None:
+        """The run that holds the crawl's lock, if one does."""
+        lock = self.services.ledger.active_run(crawl)
+        return None if lock is None else lock.run_id
+
     def tally(self, crawl: str, run_id: str) -> RunTally:
         """The run's exact counts, from its URLs, as the finalizer counts them."""
         return RunTally.of(self.run_state(crawl, run_id).seeds, self.services.frontier.scan(run_id))
@@ -306,12 +410,17 @@ class Pipeline:
         summary: dict[str, Any] = json.loads(raw)
         return summary
 
-    def records(self, crawl: str, run_id: str) -> list[dict[str, Any]]:
-        """Every record line of the run's output files, as the manifest lists them."""
+    def manifest(self, crawl: str, run_id: str) -> dict[str, Any]:
+        """The run's manifest: the output files it lists."""
         raw = self.services.objects.get(manifest_key(crawl, run_id))
         assert raw is not None, f"no manifest for {run_id}"
+        manifest: dict[str, Any] = json.loads(raw)
+        return manifest
+
+    def records(self, crawl: str, run_id: str) -> list[dict[str, Any]]:
+        """Every record line of the run's output files, as the manifest lists them."""
         lines: list[dict[str, Any]] = []
-        for file in json.loads(raw)["files"]:
+        for file in self.manifest(crawl, run_id)["files"]:
             body = self.services.objects.get(file["key"])
             assert body is not None
             lines += [json.loads(line) for line in body.splitlines() if line]
@@ -591,6 +700,10 @@ class LocalHarness:
         self.store.close()
 
 
+Pipeline = PipelineOn[Harness]
+"""The ``pipeline`` fixture: either adapter set, so only what :class:`Harness` promises."""
+
+
 def _fake_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
         monkeypatch.setenv(name, "testing")  # restored after the test; fake_credentials() sets the real values
@@ -626,21 +739,21 @@ def pipeline(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest
     """The pipeline on each adapter set in turn: moto and the real handlers, then SQLite and the steps."""
     if request.param == "aws":
         with aws_harness(tmp_path, monkeypatch) as aws:
-            yield Pipeline(aws)
+            yield PipelineOn(aws)
     else:
         with local_harness(tmp_path) as local:
-            yield Pipeline(local)
+            yield PipelineOn(local)
 
 
 @pytest.fixture
-def aws_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pipeline]:
+def aws_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PipelineOn[AwsHarness]]:
     """The pipeline on moto only: for what is about the AWS path itself (handlers, events, request counts)."""
     with aws_harness(tmp_path, monkeypatch) as aws:
-        yield Pipeline(aws)
+        yield PipelineOn(aws)
 
 
 @pytest.fixture
-def local_pipeline(tmp_path: Path) -> Iterator[Pipeline]:
+def local_pipeline(tmp_path: Path) -> Iterator[PipelineOn[LocalHarness]]:
     """The pipeline on the local store only: for what the local queue plays (its head window, in-flight quota)."""
     with local_harness(tmp_path) as local:
-        yield Pipeline(local)
+        yield PipelineOn(local)

@@ -24,6 +24,7 @@ from sluice.pipeline.reextract import ReextractRefused, reextract_run
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Pipeline, SpecData
 from .test_page_types import typed_spec
 
 BOOKS = 100
@@ -36,12 +37,12 @@ def _archived(data: dict[str, Any]) -> dict[str, Any]:
 
 def _fixed(data: dict[str, Any]) -> dict[str, Any]:
     """The spec with the price selector the redesigned site needs (its class is ``price-colour``)."""
-    fixed = json.loads(json.dumps(data))
+    fixed: dict[str, Any] = json.loads(json.dumps(data))
     fixed["extract"]["fields"]["price"]["selector"] = "p.price-colour::text"
     return fixed
 
 
-def _archive_keys(pipeline: Any, crawl: str, run_id: str) -> list[str]:
+def _archive_keys(pipeline: Pipeline, crawl: str, run_id: str) -> list[str]:
     """The run's archive files, found from the references its results hold (S3 and the folder alike)."""
     keys = set()
     for entry in pipeline.services.frontier.scan(run_id):
@@ -60,15 +61,15 @@ def _requests(site: RunningDemoSite) -> int:
 
 
 def test_archive_files_are_warc_one_per_batch_with_every_fetched_page_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     spec = pipeline.spec(_archived(books_spec("archived", site.base_url)))
     run_id = pipeline.run(spec.name)
-    entries = [e for e in pipeline.services.frontier.scan(run_id) if e.result is not None]
-    fetched = [e.result for e in entries if e.result.outcome == "fetched"]
+    results = [e.result for e in pipeline.services.frontier.scan(run_id) if e.result is not None]
+    fetched = [r for r in results if r.outcome == "fetched"]
     assert len(fetched) == PAGES
     files = _archive_keys(pipeline, spec.name, run_id)
-    batches = len({e.result.block.part for e in entries if e.result.block is not None})
+    batches = len({r.block.part for r in results if r.block is not None})
     assert len(files) == batches  # one file per batch that wrote a part
     seen: list[str] = []
     for key in files:
@@ -96,7 +97,7 @@ def test_archive_files_are_warc_one_per_batch_with_every_fetched_page_once(
 
 
 def test_without_the_switch_nothing_is_archived_and_reextract_refuses(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     spec = pipeline.spec(books_spec("plain", site.base_url))
     run_id = pipeline.run(spec.name)
@@ -106,7 +107,7 @@ def test_without_the_switch_nothing_is_archived_and_reextract_refuses(
 
 
 def test_night_3s_broken_selector_is_repaired_from_the_archive_without_a_request(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = _archived(books_spec("nightly", site.base_url))
     spec = pipeline.spec(data)
@@ -149,7 +150,7 @@ def test_night_3s_broken_selector_is_repaired_from_the_archive_without_a_request
 
 
 def test_a_reused_pages_response_is_read_from_the_run_that_fetched_it(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     spec = pipeline.spec(_archived(books_spec("reused", site.base_url)))
     night1 = pipeline.run(spec.name)
@@ -170,7 +171,9 @@ def test_a_reused_pages_response_is_read_from_the_run_that_fetched_it(
     assert sorted(before, key=lambda r: r["_key"]) == sorted(after, key=lambda r: r["_key"])
 
 
-def test_reextracting_twice_writes_the_same_output(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_reextracting_twice_writes_the_same_output(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     spec = pipeline.spec(_archived(books_spec("twice", site.base_url)))
     run_id = pipeline.run(spec.name)
     objects = pipeline.services.objects
@@ -191,7 +194,7 @@ def test_reextracting_twice_writes_the_same_output(pipeline: Any, site: RunningD
 
 
 def test_reextract_refuses_a_run_in_flight_another_crawls_spec_and_an_unknown_run(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = _archived(books_spec("refused", site.base_url))
     spec = pipeline.spec(data)
@@ -212,13 +215,13 @@ def test_reextract_refuses_a_run_in_flight_another_crawls_spec_and_an_unknown_ru
 
 
 def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """A spec that extracts nothing leaves no records file behind (a query of the folder reads what is there)."""
     data = _archived(books_spec("shrunk", site.base_url))
     spec = pipeline.spec(data)
     run_id = pipeline.run(spec.name)
-    manifest = json.loads(pipeline.services.objects.get(manifest_key(spec.name, run_id)))
+    manifest = pipeline.manifest(spec.name, run_id)
     old = [f["key"] for f in manifest["files"]]  # one file per finalize shard that had records
     assert old
     assert all(pipeline.services.objects.size(key) is not None for key in old)
@@ -226,12 +229,12 @@ def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
     done = reextract_run(spec.name, run_id, pipeline.services, nothing)
     assert done.summary["records"]["total"] == 0
     assert done.summary["verdict"]["healthy"] is False
-    assert json.loads(pipeline.services.objects.get(manifest_key(spec.name, run_id)))["files"] == []
+    assert pipeline.manifest(spec.name, run_id)["files"] == []
     assert all(pipeline.services.objects.size(key) is None for key in old)
 
 
 def test_pages_without_an_archived_response_keep_their_records_and_are_named(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """The switch turned on for night 2: its changed pages are archived, its 304s have nothing to read."""
     data = books_spec("switched", site.base_url)
@@ -255,7 +258,7 @@ def test_pages_without_an_archived_response_keep_their_records_and_are_named(
 
 
 def test_a_typed_run_is_re_extracted_with_each_pages_type_and_carried_fields(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """A book page's type comes from the rule that led there and its price from its card: the archive keeps both."""
     spec = pipeline.spec(_archived(typed_spec(books_spec, site.base_url)))
@@ -273,7 +276,7 @@ def test_a_typed_run_is_re_extracted_with_each_pages_type_and_carried_fields(
 
 
 def test_an_archive_file_that_is_not_written_fails_its_batch_before_anything_counts(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pages hold references into every file of their batch: one file lost mid-batch must not be counted on."""
     monkeypatch.setattr(archive_module, "FILE_BYTES", 1)  # each page's record is a file of its own, mid-batch
@@ -316,7 +319,7 @@ def _damage(objects: Any, key: str, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["truncated", "corrupt", "deleted", "deleted after its size was read"])
 def test_a_damaged_archive_leaves_its_pages_their_records_without_the_runs_working_files(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, how: str, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """main raised FileNotFoundError about a part under work/, a file `sluice run` deletes when the run ends; now
     each page whose archive record cannot be read keeps its records (copied from the run's output), named with

@@ -26,8 +26,10 @@ from sluice.pipeline import page_visit, robots, visit
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import runner as runner_module
-from sluice_tools.emulate.limits import Limits, enforced, partition_of
+from sluice_tools.emulate.limits import DynamoError, Limits, enforced, partition_of
 from sluice_tools.emulate.runner import EmulatedRunner
+
+from .conftest import AwsHarness, PipelineOn, SpecData
 
 CRAWL = "limited"
 LISTINGS = 5
@@ -48,7 +50,7 @@ def scaled_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TokenBucket.__init__, "__defaults__", (TokenBucket._MIN_RATE / BACKOFF_SCALE,))
 
 
-def _runner(tmp_path: Path, site: RunningDemoSite, books_spec: Any) -> tuple[EmulatedRunner, Any]:
+def _runner(tmp_path: Path, site: RunningDemoSite, books_spec: SpecData) -> tuple[EmulatedRunner, Any]:
     data = books_spec(CRAWL, site.base_url)  # 5 listing pages of 20 books
     crawls = tmp_path / "crawls"
     crawls.mkdir()
@@ -58,7 +60,7 @@ def _runner(tmp_path: Path, site: RunningDemoSite, books_spec: Any) -> tuple[Emu
 
 @pytest.mark.timeout(300)  # two runs whose calls are refused and retried with waits: ~45 s, more under load
 def test_a_first_and_a_nightly_run_come_out_exact_while_dynamodb_and_s3_throttle(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     runner, spec = _runner(tmp_path, site, books_spec)
     limits = Limits(
@@ -107,7 +109,7 @@ def test_the_stacks_clients_retry_every_answer_the_limits_give() -> None:
 
 
 @pytest.mark.parametrize("code", ["ProvisionedThroughputExceededException", "ThrottlingException"])
-def test_a_partition_past_its_units_is_refused_with_dynamodbs_own_error_and_retried(code: str) -> None:
+def test_a_partition_past_its_units_is_refused_with_dynamodbs_own_error_and_retried(code: DynamoError) -> None:
     """The answer comes at the HTTP boundary: botocore's retries see it as AWS's, and its last attempt's error is
     the service's code. Items on another partition are not refused."""
     with mock_aws():
@@ -189,7 +191,7 @@ def test_a_fifo_receive_finds_groups_only_in_the_head_window_and_keeps_under_the
 
 
 def test_a_fan_out_of_a_big_host_first_reaches_every_host_in_moto_s_emulated_window(
-    aws_pipeline: Any,
+    aws_pipeline: PipelineOn[AwsHarness],
 ) -> None:
     """The big-host-first seed file of tests/pipeline/test_fanout_window.py on moto, with SQS's window played."""
     pipeline = aws_pipeline
@@ -217,7 +219,7 @@ def test_a_fan_out_of_a_big_host_first_reaches_every_host_in_moto_s_emulated_win
 
 @pytest.mark.timeout(300)  # the stopped batch comes back after the stack's visibility, 12 s
 def test_a_fetcher_stopped_at_its_timeout_mid_batch_leaves_the_run_exact(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lambda stops the first invocation mid-fetch (the site answers in 3 s, the fetcher's timeout is 2 s): it
     wrote nothing, its batch comes back after the stack's visibility (6 x 2 s), and the second one does it all."""

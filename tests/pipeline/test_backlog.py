@@ -16,6 +16,8 @@ from sluice.pipeline.backlog import chunk_name, send_backlog
 from sluice.pipeline.start import start_run
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Pipeline, SpecData
+
 HOST = host_key("http://127.0.0.1:9/")
 
 
@@ -29,7 +31,7 @@ def seeds_spec(name: str, count: int) -> dict[str, Any]:
     }
 
 
-def play_queue(pipeline: Any, crawl: str, run_id: str, limit: int) -> tuple[Counter[str], int]:
+def play_queue(pipeline: Pipeline, crawl: str, run_id: str, limit: int) -> tuple[Counter[str], int]:
     """Receive every message as a fetcher would, sending the chunks its tasks point at before deleting it;
     the URLs received, and the most messages the queue held at once."""
     urls: Counter[str] = Counter()
@@ -54,7 +56,7 @@ def all_urls(count: int) -> set[str]:
     return {f"http://127.0.0.1:9/item/{n}.html" for n in range(1, count + 1)}
 
 
-def test_a_host_past_its_cap_is_queued_a_wave_at_a_time_and_every_seed_once(pipeline: Any) -> None:
+def test_a_host_past_its_cap_is_queued_a_wave_at_a_time_and_every_seed_once(pipeline: Pipeline) -> None:
     pipeline.configure(host_backlog_messages=3)  # 30 URLs of the host in the queue at once
     pipeline.spec(seeds_spec("waves", 500))
     run_id = pipeline.start("waves")
@@ -76,7 +78,7 @@ def test_a_host_past_its_cap_is_queued_a_wave_at_a_time_and_every_seed_once(pipe
 
 
 def test_a_capped_fan_out_hands_its_hosts_state_to_its_continuation(
-    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(start, "CHUNK", 100)
     pipeline.configure(host_backlog_messages=2)
@@ -99,7 +101,7 @@ def test_a_capped_fan_out_hands_its_hosts_state_to_its_continuation(
 
 
 def test_a_retried_capped_continuation_writes_the_same_chunks_and_loses_no_seed(
-    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A continuation that died sending its held tasks is retried from the offset it was given: it writes the same
     chunks again (their contents come from the seeds alone, never from the time), and every seed arrives."""
@@ -135,7 +137,7 @@ def test_a_retried_capped_continuation_writes_the_same_chunks_and_loses_no_seed(
 
 
 def test_a_nightly_run_fed_in_waves_counts_every_page_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """Night 2 seeds every page night 1 found (one host): with a cap of one message, almost all of them wait in
     S3 and reach the queue ten at a time, through the fetchers; the run finishes exact."""

@@ -16,10 +16,11 @@ import pytest
 from sluice.pipeline.writer import ChunkedWrites, early_chunk
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Pipeline, SpecData
 from .test_exactly_once import BOOKS, CRAWL, PAGES, assert_each_page_and_record_once, fail_first
 
 
-def _parts_written(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _parts_written(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     objects = pipeline.services.objects
     real = objects.put
     keys: list[str] = []
@@ -34,7 +35,7 @@ def _parts_written(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_batch_is_written_in_two_parts_and_counted_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline.configure(urls_per_message=PAGES, early_write_urls=2)
     pipeline.spec(books_spec(CRAWL, site.base_url))
@@ -48,7 +49,7 @@ def test_a_batch_is_written_in_two_parts_and_counted_once(
 
 
 def test_worker_dying_between_the_chunks_counts_every_page_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline.configure(urls_per_message=PAGES, early_write_urls=2)
     pipeline.spec(books_spec(CRAWL, site.base_url))

@@ -11,7 +11,7 @@ no conflict, and no item written more than 100 times in any second (the figures 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,9 @@ from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.emulate.runner import EmulatedRunner
 from sluice_tools.meter.calls import observe_calls
 from sluice_tools.meter.contention import DynamoContention
+from sluice_tools.runner.session import LocalRun
+
+from .conftest import SpecData
 
 WORKERS = 8
 LISTINGS = 80
@@ -63,7 +66,7 @@ def docs_spec(base_url: str) -> dict[str, Any]:
     return data
 
 
-def run_under_contention(tmp_path: Path, data: dict[str, Any]) -> tuple[Any, DynamoContention]:
+def run_under_contention(tmp_path: Path, data: dict[str, Any]) -> tuple[LocalRun, DynamoContention]:
     specs = tmp_path / "crawls"
     spec = write(specs, data)
     contention = DynamoContention()
@@ -72,13 +75,13 @@ def run_under_contention(tmp_path: Path, data: dict[str, Any]) -> tuple[Any, Dyn
     return run, contention
 
 
-def output_keys(run: Any) -> list[str]:
+def output_keys(run: LocalRun) -> list[str]:
     folder = Path(run.outputs["records"])
     return [json.loads(line)["_key"] for f in sorted(folder.glob("*.jsonl")) for line in f.read_text().splitlines()]
 
 
 def test_eight_fetchers_on_seeds_conflict_nowhere_and_write_no_item_over_100_a_second(
-    tmp_path: Path, busy_site: RunningDemoSite, books_spec: Any, record_property: Any
+    tmp_path: Path, busy_site: RunningDemoSite, books_spec: SpecData, record_property: Callable[[str, object], None]
 ) -> None:
     data = books_spec("books", busy_site.base_url, pages=LISTINGS)
     data["politeness"] |= {"concurrency": 4, "concurrency_per_domain": 4}
@@ -95,7 +98,7 @@ def test_eight_fetchers_on_seeds_conflict_nowhere_and_write_no_item_over_100_a_s
 
 
 def test_eight_fetchers_on_a_link_heavy_site_conflict_nowhere_and_write_no_item_over_100_a_second(
-    tmp_path: Path, busy_site: RunningDemoSite, record_property: Any
+    tmp_path: Path, busy_site: RunningDemoSite, record_property: Callable[[str, object], None]
 ) -> None:
     run, contention = run_under_contention(tmp_path, docs_spec(busy_site.base_url))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -14,11 +13,13 @@ from sluice.metrics import RunMetric
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.meter.dynamo_size import item_size
 
+from .conftest import Pipeline, SpecData
+
 CRAWL = "books"
 
 
 def test_summary_prices_one_write_per_url_and_splits_per_page_from_per_run_costs(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.run(CRAWL)
@@ -35,7 +36,7 @@ def test_summary_prices_one_write_per_url_and_splits_per_page_from_per_run_costs
 
 
 def test_the_finalizer_emits_the_summarys_cost_estimate_as_a_run_metric(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The dashboard's cost per run is this metric: it must be the estimate the summary states."""
     pipeline.spec(books_spec(CRAWL, site.base_url))

@@ -13,6 +13,8 @@ import pytest
 from sluice.handlers import fetcher
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import AwsHarness, Logs, Message, Pipeline, PipelineOn, SpecData
+
 CRAWL = "books"
 NOT_JSON = "not json"
 MISSING_FIELDS = json.dumps({"v": 2, "crawl": CRAWL})
@@ -22,7 +24,7 @@ NO_SUCH_RUN = json.dumps(
 
 
 def test_poison_messages_reach_the_dead_letter_queue_while_their_batch_mates_succeed(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, logs: Logs
 ) -> None:
     pipeline.configure(urls_per_message=1)
     pipeline.spec(books_spec(CRAWL, site.base_url))
@@ -63,7 +65,7 @@ def test_poison_messages_reach_the_dead_letter_queue_while_their_batch_mates_suc
 
 
 def test_message_whose_visibility_cannot_be_changed_fails_alone(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, logs: Logs
 ) -> None:
     """An expired receipt handle (the message came back to another fetcher meanwhile) must not fail the batch."""
     pipeline.spec(books_spec(CRAWL, site.base_url))
@@ -77,7 +79,7 @@ def test_message_whose_visibility_cannot_be_changed_fails_alone(
 
 
 def test_concurrent_fetcher_invocations_report_their_own_failures(
-    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The emulated runner's workers are threads standing in for containers: no invocation may see another's results.
 
@@ -113,7 +115,7 @@ def test_concurrent_fetcher_invocations_report_their_own_failures(
     answers: dict[str, set[str]] = {}
     errors: list[BaseException] = []
 
-    def container(name: str, batch: list[dict[str, Any]]) -> None:
+    def container(name: str, batch: list[Message]) -> None:
         try:
             answers[name] = pipeline.invoke(batch)
         except BaseException as exc:

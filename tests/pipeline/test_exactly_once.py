@@ -20,6 +20,8 @@ from sluice.pipeline import page_visit
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Pipeline, SpecData
+
 CRAWL = "books"
 PAGES = 5
 BOOKS = 100
@@ -29,7 +31,7 @@ def listing(n: int) -> str:
     return f"/catalogue/page-{n}.html"
 
 
-def assert_each_page_and_record_once(pipeline: Any, run_id: str, *, new: int = BOOKS) -> None:
+def assert_each_page_and_record_once(pipeline: Pipeline, run_id: str, *, new: int = BOOKS) -> None:
     """The run finished with every page counted once and every record in its output once."""
     run = pipeline.run_state(CRAWL, run_id)
     assert run.status == "finished"
@@ -63,7 +65,9 @@ def fail_first(calls: int, real: Callable[..., Any], only: Callable[..., bool] =
     return wrapper
 
 
-def test_message_delivered_twice_is_counted_once(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_message_delivered_twice_is_counted_once(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     pipeline.configure(urls_per_message=1)
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
@@ -79,7 +83,9 @@ def test_message_delivered_twice_is_counted_once(pipeline: Any, site: RunningDem
     assert sorted(site.stats.count(listing(n)) for n in range(1, PAGES + 1)) == [1, 1, 1, 1, 2]
 
 
-def test_duplicated_batch_writes_each_record_once(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_duplicated_batch_writes_each_record_once(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     pipeline.configure(urls_per_message=1)
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
@@ -94,7 +100,7 @@ def test_duplicated_batch_writes_each_record_once(pipeline: Any, site: RunningDe
 
 
 def test_worker_dying_before_acknowledging_counts_nothing_twice(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.configure(urls_per_message=2)
     pipeline.spec(books_spec(CRAWL, site.base_url))
@@ -116,7 +122,7 @@ def test_worker_dying_before_acknowledging_counts_nothing_twice(
 
 
 def test_worker_dying_after_writing_its_part_and_before_counting_counts_records_new_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
@@ -134,7 +140,7 @@ def test_worker_dying_after_writing_its_part_and_before_counting_counts_records_
 
 
 def test_worker_dying_before_counting_in_a_later_run_counts_records_unchanged(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     pipeline.run(CRAWL)
@@ -153,7 +159,7 @@ def test_worker_dying_before_counting_in_a_later_run_counts_records_unchanged(
 
 
 def test_batch_regrouped_on_redelivery_counts_each_page_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline.configure(urls_per_message=1)
     pipeline.spec(books_spec(CRAWL, site.base_url))
@@ -192,7 +198,9 @@ def test_batch_regrouped_on_redelivery_counts_each_page_once(
     assert_each_page_and_record_once(pipeline, run_id)
 
 
-def test_concurrent_duplicate_deliveries_count_once(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_concurrent_duplicate_deliveries_count_once(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
     batch = pipeline.receive(10)
@@ -223,7 +231,7 @@ def test_concurrent_duplicate_deliveries_count_once(pipeline: Any, site: Running
 
 
 def test_page_redelivered_after_dying_between_claiming_and_sending_its_links_sends_them(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One seed; each listing page leads to the next: the run only finishes if every link is sent.
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=[listing(1)], max_depth=PAGES - 1))
@@ -245,7 +253,7 @@ def test_page_redelivered_after_dying_between_claiming_and_sending_its_links_sen
 
 
 def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One URL crashing must not leave the batch's other URLs half-done, nor fail their messages."""
     pipeline.configure(urls_per_message=1)
@@ -275,7 +283,7 @@ def test_one_url_crashing_fails_its_message_alone_after_its_batch_is_written(
 
 
 def test_page_whose_reused_records_are_gone_is_fetched_whole_not_emptied(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     first = pipeline.run(CRAWL)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sluice.adapters.aws.clients import client
+from sluice.adapters.aws.queue import SqsQueue
 from sluice.domain.runs import RunInFlight
 from sluice.handlers import scheduler
 from sluice.messages import StartEvent
@@ -17,6 +18,8 @@ from sluice.pipeline.start import start_run
 from sluice.spec import SpecError, parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.context import LocalContext
+
+from .conftest import AwsHarness, Pipeline, PipelineOn, SpecData
 
 
 def seeds_spec(name: str, count: int) -> dict[str, Any]:
@@ -45,7 +48,7 @@ class Calls:
         return seen
 
 
-def queued_urls(pipeline: Any, limit: int) -> Counter[str]:
+def queued_urls(pipeline: Pipeline, limit: int) -> Counter[str]:
     """Every URL in the queue, each message received once and deleted (a FIFO group gives nothing more while
     one of its messages is in flight)."""
     urls: Counter[str] = Counter()
@@ -60,7 +63,7 @@ def queued_urls(pipeline: Any, limit: int) -> Counter[str]:
 
 
 def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any_size(
-    aws_pipeline: Any, monkeypatch: pytest.MonkeyPatch
+    aws_pipeline: PipelineOn[AwsHarness], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline = aws_pipeline
     # The fan-out also records its progress every RECORD_EVERY_S of wall time: a write per 5 s, not
@@ -89,10 +92,12 @@ def test_fanout_writes_nothing_per_url_and_ten_sqs_requests_per_1000_urls_at_any
     fixed = {k: v for k, v in small.items() if k != "sqs.SendMessageBatch"}
     assert fixed == {k: v for k, v in large.items() if k != "sqs.SendMessageBatch"}
     assert sum(v for k, v in large.items() if k.startswith("dynamodb.")) <= 12
-    assert pipeline.services.queue.stats.messages == pipeline.in_queue() == 500
+    queue = pipeline.services.queue
+    assert isinstance(queue, SqsQueue)
+    assert queue.stats.messages == pipeline.in_queue() == 500
 
 
-def test_fanout_continues_from_its_offset_when_time_runs_low(pipeline: Any) -> None:
+def test_fanout_continues_from_its_offset_when_time_runs_low(pipeline: Pipeline) -> None:
     pipeline.configure(host_backlog_messages=0)
     size = 1_500
     pipeline.spec(seeds_spec("big", size))
@@ -116,7 +121,7 @@ def test_fanout_continues_from_its_offset_when_time_runs_low(pipeline: Any) -> N
 
 
 def test_retried_continuation_sends_seeds_again_and_the_run_still_counts_each_once(
-    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(start, "CHUNK", 10)
     pipeline.configure(host_backlog_messages=0)
@@ -132,7 +137,7 @@ def test_retried_continuation_sends_seeds_again_and_the_run_still_counts_each_on
 
 
 def test_run_is_not_finalized_while_its_fan_out_still_continues(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fetchers that catch up with a fan-out (its continuation throttled or retried) must not end the run early."""
     monkeypatch.setattr(start, "CHUNK", 2)
@@ -159,7 +164,7 @@ def test_run_is_not_finalized_while_its_fan_out_still_continues(
 
 
 def test_retried_start_that_died_mid_fan_out_resumes_its_own_run(
-    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lambda retries a failed start with the same event: it must resume the run it opened, not be refused by it."""
     monkeypatch.setattr(start, "CHUNK", 10)
@@ -201,7 +206,7 @@ def test_seeds_beyond_max_pages_are_refused_by_the_spec() -> None:
         parse_spec(data)
 
 
-def test_max_pages_caps_the_links_a_run_claims(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_max_pages_caps_the_links_a_run_claims(pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData) -> None:
     pipeline.spec(
         books_spec("capped", site.base_url, pages=0, urls=["/catalogue/page-1.html"], max_depth=10, max_pages=3)
     )

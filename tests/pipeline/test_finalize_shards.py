@@ -19,11 +19,17 @@ import pytest
 
 from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.layout import summary_key
+from sluice.domain.runs import RunState
 from sluice.messages import UrlTask
-from sluice.pipeline import finalize
+from sluice.pipeline import finalize, finalize_shards
 from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.finalize_shards import Attempt
 from sluice.pipeline.output import load_index
+from sluice.pipeline.services import Services
+from sluice.spec import CrawlSpec
 from sluice_tools import synthetic
+
+from .conftest import AwsHarness, Pipeline, PipelineOn
 
 PAGES = 60
 SHARD_PAGES = 8  # 60 pages: 8 shards
@@ -34,40 +40,40 @@ class Killed(BaseException):
 
 
 @pytest.fixture
-def run_id(pipeline: Any) -> str:
+def run_id(pipeline: Pipeline) -> str:
     pipeline.configure(finalize_shard_pages=SHARD_PAGES)
     synthetic.write_spec(pipeline.specs_dir)
     return synthetic.write_run(pipeline.services, PAGES)
 
 
 @contextmanager
-def failing(phase: str, shard: int, times: int, error: type[BaseException] = RuntimeError) -> Iterator[list[int]]:
+def failing(in_phase: str, shard: int, times: int, error: type[BaseException] = RuntimeError) -> Iterator[list[int]]:
     """Make one shard task of one phase fail ``times`` times, after doing its work (it dies mid-way)."""
-    real = finalize.run_task
+    real = finalize_shards.run_task
     calls: list[int] = []
 
-    def run_task(services: Any, run: Any, spec: Any, attempt: Any, this_phase: str, index: int) -> None:
-        real(services, run, spec, attempt, this_phase, index)
-        if (this_phase, index) == (phase, shard):
+    def run_task(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, phase: str, index: int) -> None:
+        real(services, run, spec, attempt, phase, index)
+        if (phase, index) == (in_phase, shard):
             calls.append(index)
             if len(calls) <= times:
                 raise error(f"shard {index} died after its work")
 
-    finalize.run_task = run_task  # type: ignore[assignment]
+    finalize.run_task = run_task  # type: ignore[attr-defined]  # patched where finalize calls it
     try:
         yield calls
     finally:
-        finalize.run_task = real  # type: ignore[assignment]
+        finalize.run_task = real  # type: ignore[attr-defined]
 
 
-def _clean(pipeline: Any, run_id: str) -> tuple[dict[str, Any], list[str]]:
+def _clean(pipeline: Pipeline, run_id: str) -> tuple[dict[str, Any], list[str]]:
     summary = pipeline.summary(synthetic.CRAWL, run_id)
     for volatile in ("finalized_at", "finalize_s", "cost"):
         summary.pop(volatile)
     return summary, sorted(json.dumps(r, sort_keys=True) for r in pipeline.records(synthetic.CRAWL, run_id))
 
 
-def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Any, run_id: str) -> None:
+def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Pipeline, run_id: str) -> None:
     with failing("write", 3, times=1) as calls:
         [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
     assert calls == [3, 3]  # its work done twice: the retry rewrote its result whole
@@ -79,7 +85,7 @@ def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Any, ru
     keys = [json.loads(r)["_key"] for r in records]
     assert len(keys) == len(set(keys)) == summary["records"]["total"]  # every key once, nothing doubled
     # The same run finalized again (forced), with no failure: the same summary and the same lines.
-    again = pipeline.services.ledger.get_run(synthetic.CRAWL, run_id)
+    again = pipeline.run_state(synthetic.CRAWL, run_id)
     assert again.status == "finished"
     second = synthetic.write_run(pipeline.services, PAGES)
     pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": second})
@@ -93,7 +99,7 @@ def test_a_shard_that_dies_mid_way_is_retried_and_counted_once(pipeline: Any, ru
 
 
 def test_a_shard_past_its_retries_ends_the_run_failed_with_the_reason(
-    pipeline: Any, run_id: str, capsys: pytest.CaptureFixture[str]
+    pipeline: Pipeline, run_id: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with failing("scan", 5, times=1000) as calls:
         [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
@@ -111,7 +117,7 @@ def test_a_shard_past_its_retries_ends_the_run_failed_with_the_reason(
     assert [d["RunFailed"] for d in documents] == [[1.0]]  # the run-failed alarm's metric
 
 
-def test_a_run_too_large_for_the_stack_ends_failed_saying_what_to_raise(pipeline: Any, run_id: str) -> None:
+def test_a_run_too_large_for_the_stack_ends_failed_saying_what_to_raise(pipeline: Pipeline, run_id: str) -> None:
     pipeline.configure(finalize_max_shards=4)
 
     [done] = pipeline.finalize_one({"crawl": synthetic.CRAWL, "run_id": run_id})
@@ -123,7 +129,7 @@ def test_a_run_too_large_for_the_stack_ends_failed_saying_what_to_raise(pipeline
     assert pipeline.run_state(synthetic.CRAWL, run_id).status == "finished"
 
 
-def test_a_run_never_stays_finalizing_forever(pipeline: Any, run_id: str) -> None:
+def test_a_run_never_stays_finalizing_forever(pipeline: Pipeline, run_id: str) -> None:
     """Every attempt dies (its tasks killed, or never delivered); the attempt after the last ends the run failed."""
     assert pipeline.services.ledger.begin_finalizing(synthetic.CRAWL, run_id)
     attempts = pipeline.services.tuning.finalize_attempts
@@ -141,7 +147,9 @@ def test_a_run_never_stays_finalizing_forever(pipeline: Any, run_id: str) -> Non
     assert pipeline.run_state(synthetic.CRAWL, run_id).status == "finished"
 
 
-def test_a_shard_task_delivered_twice_is_counted_once(aws_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shard_task_delivered_twice_is_counted_once(
+    aws_pipeline: PipelineOn[AwsHarness], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SQS delivers at least once: every task of every phase sent twice still makes one summary, every key once."""
     aws_pipeline.configure(finalize_shard_pages=SHARD_PAGES)
     synthetic.write_spec(aws_pipeline.specs_dir)
@@ -162,7 +170,7 @@ def test_a_shard_task_delivered_twice_is_counted_once(aws_pipeline: Any, monkeyp
 
 
 def test_each_part_is_read_once_and_the_merged_index_is_in_hash_order(
-    pipeline: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Write tasks are keyed by part, not URL shard: a fetcher batch's part, whose pages fall in every shard, is
     read by one task in one range (keyed by URL shard it was read once per shard its pages fall in). The groups'
@@ -201,7 +209,7 @@ def test_each_part_is_read_once_and_the_merged_index_is_in_hash_order(
 
 
 def test_waiting_links_are_sent_again_a_bounded_share_of_shards_a_call(
-    pipeline: Any, run_id: str, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A stalled run's waiting links are read shard by shard: a call stops after its budget of entries (the
     sweep's bound, whatever the run's size), the next starts where it stopped, and a lap sends every one."""

@@ -21,6 +21,8 @@ from sluice_tools.emulate.runner import EmulatedRunner
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.session import LocalRun
 
+from .conftest import Pipeline, SpecData
+
 CRAWL = "books"
 HOST = "127.0.0.1"
 WORKERS = 8
@@ -44,7 +46,7 @@ def crawl(
     return fleet.run(spec)
 
 
-def copies(books_spec: Any, base_url: str, n: int, retry_times: int = 2, **politeness: Any) -> dict[str, Any]:
+def copies(books_spec: SpecData, base_url: str, n: int, retry_times: int = 2, **politeness: Any) -> dict[str, Any]:
     urls = [f"/catalogue/page-1.html?copy={i}" for i in range(n)]
     data: dict[str, Any] = books_spec(CRAWL, base_url, pages=0, urls=urls, max_depth=0, retry_times=retry_times)
     data["politeness"] |= {"concurrency": 16, **politeness}
@@ -55,7 +57,7 @@ both = pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated
 
 
 @both
-def test_a_per_host_cap_of_4_holds_with_8_workers(tmp_path: Path, books_spec: Any, emulate: bool) -> None:
+def test_a_per_host_cap_of_4_holds_with_8_workers(tmp_path: Path, books_spec: SpecData, emulate: bool) -> None:
     with running_demo_site(books=100, latency_ms=40) as site:
         run = crawl(tmp_path, copies(books_spec, site.base_url, 48, concurrency_per_domain=4), emulate=emulate)
         assert run.summary["pages"]["fetched"] == 48
@@ -64,7 +66,7 @@ def test_a_per_host_cap_of_4_holds_with_8_workers(tmp_path: Path, books_spec: An
 
 
 @both
-def test_a_min_delay_holds_across_workers(tmp_path: Path, books_spec: Any, emulate: bool) -> None:
+def test_a_min_delay_holds_across_workers(tmp_path: Path, books_spec: SpecData, emulate: bool) -> None:
     delay = 0.2
     with running_demo_site(books=100) as site:
         data = copies(books_spec, site.base_url, 12, concurrency_per_domain=4, min_delay_seconds=delay)
@@ -81,7 +83,7 @@ def test_a_min_delay_holds_across_workers(tmp_path: Path, books_spec: Any, emula
 
 @both
 def test_a_429_storm_with_retry_after_pauses_every_worker(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, emulate: bool
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, emulate: bool
 ) -> None:
     """Every page's first answer is a 429 with Retry-After: 1; no request of the host starts inside a pause."""
     pause = 1.0
@@ -102,7 +104,7 @@ def test_a_429_storm_with_retry_after_pauses_every_worker(
     assert run.summary["verdict"]["healthy"] is True  # obeyed throttling is no block
 
 
-def test_latency_rising_under_load_lowers_concurrency(tmp_path: Path, books_spec: Any) -> None:
+def test_latency_rising_under_load_lowers_concurrency(tmp_path: Path, books_spec: SpecData) -> None:
     """A host that slows with every request in flight beyond 2: adaptation settles near 2, a fixed cap stays at 12."""
     seen: dict[bool, float] = {}
     for adaptive in (True, False):
@@ -119,7 +121,7 @@ def test_latency_rising_under_load_lowers_concurrency(tmp_path: Path, books_spec
 
 @both
 def test_a_host_turning_to_403_trips_the_breaker_and_the_verdict_names_it(
-    tmp_path: Path, books_spec: Any, emulate: bool
+    tmp_path: Path, books_spec: SpecData, emulate: bool
 ) -> None:
     """After 10 answers the site refuses everything: the breaker pauses it, the rest is skipped, not hammered."""
     with running_demo_site(books=100, ban_after=10) as site:
@@ -144,7 +146,9 @@ def test_a_host_turning_to_403_trips_the_breaker_and_the_verdict_names_it(
         assert "100%" in check["message"]
 
 
-def test_two_crawls_at_once_the_small_one_is_not_starved(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_two_crawls_at_once_the_small_one_is_not_starved(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     """A large crawl of one host and a small one of another, started together: the second fetcher to ask
     gets the small crawl's host, not more of the large one's backlog (a host is a group, held by one)."""
     pipeline.configure(urls_per_message=10)

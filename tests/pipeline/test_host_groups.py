@@ -17,6 +17,8 @@ from sluice.domain.hosts import HostState, RunCounts, host_key
 from sluice.messages import UrlTask, pack
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 
+from .conftest import Logs, Pipeline, SpecData
+
 RUN = "20261201T000000Z-abcdef"
 HOST = "127.0.0.1"
 
@@ -43,8 +45,8 @@ def test_local_queue_gives_a_group_to_one_consumer_at_a_time(tmp_path: Path) -> 
     assert [m.body for m in queue.receive(RUN, 10, 60)] == ["a2", "a3"]
 
 
-def test_host_state_has_one_writer_a_stale_write_is_dropped(pipeline: Any) -> None:
-    book = pipeline.services.hosts
+def test_host_state_has_one_writer_a_stale_write_is_dropped(pipeline: Pipeline) -> None:
+    book = pipeline.hosts
     assert book.load(["a:80"]) == {}
     state = HostState("a:80", paused_until=2e9).with_counts(RUN, RunCounts(3, 2))
     assert book.save([state]) == 1
@@ -68,7 +70,7 @@ def _pages(site: RunningDemoSite) -> int:
     return sum(r.path != "/robots.txt" for r in site.stats.records())
 
 
-def _broad(pipeline: Any, books_spec: Any, sites: list[RunningDemoSite], per_host: int) -> None:
+def _broad(pipeline: Pipeline, books_spec: SpecData, sites: list[RunningDemoSite], per_host: int) -> None:
     urls = [f"{s.base_url}/catalogue/page-1.html?copy={i}" for s in sites for i in range(per_host)]
     data = books_spec("broad", sites[0].base_url, pages=0, urls=urls, max_depth=0)
     data["politeness"] |= {"concurrency": 8, "concurrency_per_domain": 2}  # four hosts' worth
@@ -77,7 +79,7 @@ def _broad(pipeline: Any, books_spec: Any, sites: list[RunningDemoSite], per_hos
 
 @pytest.mark.parametrize("pack_receives", [8, 0], ids=["packed", "unpacked"])
 def test_a_batch_of_one_host_is_packed_with_other_hosts(
-    pipeline: Any, books_spec: Any, logs: Any, pack_receives: int
+    pipeline: Pipeline, books_spec: SpecData, logs: Logs, pack_receives: int
 ) -> None:
     """One message of one host delivered: the fetcher receives the other hosts' messages itself, up to the
     concurrency their caps allow, visits them in the same invocation, and deletes them when done."""
@@ -99,7 +101,7 @@ def test_a_batch_of_one_host_is_packed_with_other_hosts(
             assert pipeline.in_queue() == 3
 
 
-def test_a_packed_message_that_fails_comes_back_and_is_not_reported(pipeline: Any, books_spec: Any) -> None:
+def test_a_packed_message_that_fails_comes_back_and_is_not_reported(pipeline: Pipeline, books_spec: SpecData) -> None:
     """A packed host answering 503 to every try: its message is returned with a visibility (not deleted),
     and the invocation's answer names none of the event source's own messages."""
     pipeline.configure(pack_receives=8)

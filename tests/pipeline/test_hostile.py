@@ -19,11 +19,13 @@ from sluice.pipeline.links import parent_id
 from sluice.pipeline.start import StartFailed, catalog_run, start_run
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Pipeline, SpecData
+
 CRAWL = "books"
 
 
 def test_a_link_too_long_to_queue_is_dropped_and_counted_never_fatal_to_its_page(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/long-link?chars=3000"], max_depth=1)
     data["follow"]["selectors"] = ["a"]
@@ -38,7 +40,7 @@ def test_a_link_too_long_to_queue_is_dropped_and_counted_never_fatal_to_its_page
 
 
 def test_an_etag_longer_than_a_task_takes_does_not_break_the_next_runs_fan_out(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url, urls=["/_test/long-etag?chars=2000"]))
     pipeline.run(CRAWL)
@@ -54,7 +56,7 @@ def test_an_etag_longer_than_a_task_takes_does_not_break_the_next_runs_fan_out(
 
 
 def test_a_changed_spec_fetches_every_page_whole_so_a_page_without_records_cannot_answer_304(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = books_spec(CRAWL, site.base_url, urls=["/_test/etag/hub"])
     pipeline.spec(data)
@@ -72,7 +74,7 @@ def test_a_changed_spec_fetches_every_page_whole_so_a_page_without_records_canno
 
 
 def test_an_unfinished_run_is_never_the_next_runs_catalog(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     complete = pipeline.run(CRAWL)
@@ -92,7 +94,7 @@ def test_an_unfinished_run_is_never_the_next_runs_catalog(
 
 
 def test_a_run_whose_lock_is_taken_over_after_its_deadline_is_finalized_not_forgotten(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     overdue = pipeline.start(CRAWL)
@@ -104,11 +106,11 @@ def test_a_run_whose_lock_is_taken_over_after_its_deadline_is_finalized_not_forg
     assert answer.run_id != overdue
     assert pipeline.run_state(CRAWL, overdue).status == "finished"
     assert pipeline.summary(CRAWL, overdue)["status"] == "unfinished"
-    assert pipeline.services.ledger.active_run(CRAWL).run_id == answer.run_id
+    assert pipeline.active_run_id(CRAWL) == answer.run_id
 
 
 def test_a_link_claimed_but_never_sent_is_sent_again_once_the_run_stops_moving(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=1, max_depth=2))
     run_id = pipeline.start(CRAWL)
@@ -134,7 +136,7 @@ def test_a_link_claimed_but_never_sent_is_sent_again_once_the_run_stops_moving(
 
 
 def test_a_url_still_waiting_when_the_invocation_runs_short_goes_back_and_the_batch_is_written(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=1, urls=["/_test/slow/a?seconds=4&bytes=100"], max_depth=0))
     run_id = pipeline.start(CRAWL)
@@ -153,7 +155,7 @@ def test_a_url_still_waiting_when_the_invocation_runs_short_goes_back_and_the_ba
 
 @pytest.mark.parametrize("records", [2_500])
 def test_a_record_shared_by_a_page_too_big_for_digests_is_still_written_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, records: int
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, records: int
 ) -> None:
     """A page of over 2,000 records keeps no digests; the finalizer reads its keys to find shared ones."""
     data = books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/many-records?n=2500", "/_test/many-records?n=5"])
@@ -172,7 +174,7 @@ def test_a_record_shared_by_a_page_too_big_for_digests_is_still_written_once(
 
 
 def test_the_records_table_gets_each_new_or_changed_record_once_per_batch_and_nothing_unchanged(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = books_spec(CRAWL, site.base_url)
     data["output"] = {"records_table": True}
@@ -207,7 +209,7 @@ def test_the_records_table_gets_each_new_or_changed_record_once_per_batch_and_no
 
 @pytest.mark.parametrize("closed", ["1", "0"])
 def test_a_page_nested_too_deep_to_parse_fails_with_its_reason_and_its_batch_goes_on(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, closed: str
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, closed: str
 ) -> None:
     """100,000 nested <div>s (1.1 MB) took lexbor 55 s, stalling every page in flight beside it."""
     data = books_spec(CRAWL, site.base_url, pages=3, urls=[f"/_test/deep?depth=100000&closed={closed}"])
@@ -228,7 +230,7 @@ def test_a_page_nested_too_deep_to_parse_fails_with_its_reason_and_its_batch_goe
 
 
 def test_a_page_whose_extraction_would_pass_its_time_budget_fails_alone_with_its_reason(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """A legal pattern costs RE2 up to 2.5 ns per instruction per character: on 1.5 MB, more than the page's second."""
     data = books_spec(CRAWL, site.base_url, pages=3, urls=["/_test/long-text?chars=1500000"])
@@ -248,7 +250,7 @@ def test_a_page_whose_extraction_would_pass_its_time_budget_fails_alone_with_its
 
 
 def test_records_whose_key_fell_back_are_counted_in_the_summary(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=2, max_depth=0)
     data["extract"]["fields"]["upc"] = {"selector": "span.upc-the-listing-does-not-have::text"}
@@ -262,7 +264,7 @@ def test_records_whose_key_fell_back_are_counted_in_the_summary(
 
 @pytest.mark.parametrize("fatal", [False, True])
 def test_a_crawl_cut_short_by_max_depth_says_so_and_can_be_made_unhealthy(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, fatal: bool
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, fatal: bool
 ) -> None:
     """Page 1 (depth 0) links page 2 (depth 1, the limit), which links page 3: not followed, and said."""
     data = books_spec(CRAWL, site.base_url, pages=1, max_depth=1)
@@ -280,7 +282,7 @@ def test_a_crawl_cut_short_by_max_depth_says_so_and_can_be_made_unhealthy(
 
 
 def test_a_crawl_cut_short_by_max_pages_counts_the_new_links_it_left(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=1, max_depth=None, max_pages=3)
     data["follow"].pop("max_depth")  # the default: no depth limit, max_pages bounds the crawl
@@ -294,7 +296,7 @@ def test_a_crawl_cut_short_by_max_pages_counts_the_new_links_it_left(
     assert summary["verdict"]["healthy"] is True
 
 
-def test_a_crawl_that_reaches_no_limit_says_so(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_a_crawl_that_reaches_no_limit_says_so(pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=["/_test/status/200"], max_depth=1))
     summary = pipeline.summary(CRAWL, pipeline.run(CRAWL))
     checks = {c["check"]: c for c in summary["verdict"]["checks"]}
@@ -302,7 +304,7 @@ def test_a_crawl_that_reaches_no_limit_says_so(pipeline: Any, site: RunningDemoS
 
 
 def test_records_that_vanish_since_the_catalog_run_are_counted_gone_and_can_alert(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=5, max_depth=0)
     data["alerts"]["max_gone_rate"] = 0.2
@@ -322,13 +324,13 @@ def test_records_that_vanish_since_the_catalog_run_are_counted_gone_and_can_aler
     assert "records_gone" not in {a["check"] for a in third["verdict"]["alerts"]}
 
 
-def _seed_file(pipeline: Any, name: str, lines: list[str]) -> None:
+def _seed_file(pipeline: Pipeline, name: str, lines: list[str]) -> None:
     """What an operator's `aws s3 cp` does: the file where the scheduler reads."""
     pipeline.services.objects.put(seeds_key(CRAWL, name), ("\n".join(lines) + "\n").encode(), "text/plain")
 
 
 def test_seeds_can_come_from_a_file_streamed_line_by_line(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=1, max_depth=0)
     data["seeds"]["file"] = "books-seeds.txt"
@@ -341,7 +343,7 @@ def test_seeds_can_come_from_a_file_streamed_line_by_line(
 
 
 def test_a_seed_file_url_the_template_also_makes_is_one_seed_and_the_run_finishes(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """Listed twice (template and file) it was sent twice: one seed too many, and a run that never drained."""
     data = books_spec(CRAWL, site.base_url, pages=3, max_depth=0)  # the template: pages 1 and 2
@@ -367,7 +369,7 @@ def test_a_seed_file_url_the_template_also_makes_is_one_seed_and_the_run_finishe
     ],
 )
 def test_a_seed_file_the_run_cannot_carry_closes_the_run_with_the_reason(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, lines: list[str], why: str
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, lines: list[str], why: str
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=1, max_depth=0)
     data["seeds"]["file"] = "books-seeds.txt"

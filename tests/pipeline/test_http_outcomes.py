@@ -6,7 +6,6 @@ import random
 import re
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -14,17 +13,19 @@ from sluice.domain.hosts import MAX_PAUSE_S, HostState
 from sluice.pipeline.requeue import IN_PROCESS_WAIT_CAP_S, visibility_backoff
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Logs, Pipeline, SpecData
+
 CRAWL = "edge"
 
 
-def only_page(pipeline: Any, site: RunningDemoSite, books_spec: Any, path: str, *, retry_times: int) -> str:
+def only_page(pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, path: str, *, retry_times: int) -> str:
     """Start a run whose single seed is ``path``; return the run id."""
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=0, urls=[path], retry_times=retry_times))
     return str(pipeline.start(CRAWL))
 
 
 def test_503_then_success_is_retried_in_process_and_counted_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     run_id = only_page(pipeline, site, books_spec, "/_test/flaky/a?fail=2&status=503", retry_times=2)
     batch = pipeline.receive(10)
@@ -38,7 +39,7 @@ def test_503_then_success_is_retried_in_process_and_counted_once(
 
 
 def test_503_beyond_the_in_process_retries_comes_back_through_the_queue_and_succeeds(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     run_id = only_page(pipeline, site, books_spec, "/_test/flaky/b?fail=3&status=503", retry_times=1)
     first = pipeline.receive(10)
@@ -60,7 +61,7 @@ def test_503_beyond_the_in_process_retries_comes_back_through_the_queue_and_succ
 
 @pytest.mark.parametrize("form", ["delta", "date"])
 def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at_least_that_long(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any, form: str
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, logs: Logs, form: str
 ) -> None:
     seconds = IN_PROCESS_WAIT_CAP_S + 3
     run_id = only_page(
@@ -80,9 +81,7 @@ def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at
     assert pipeline.in_queue() == 1
     assert pipeline.tally(CRAWL, run_id).done == 0
 
-    [paused] = pipeline.services.hosts.load(
-        [f"127.0.0.1:{site.port}"]
-    ).values()  # the pause is the fleet's, not one fetcher's
+    [paused] = pipeline.hosts.load([f"127.0.0.1:{site.port}"]).values()  # the pause is the fleet's, not one fetcher's
     assert paused.paused_until >= pipeline.clock() + asked - 2  # in the pipeline's time
 
     pipeline.make_visible(first)  # ... as it will be once the Retry-After has passed
@@ -94,7 +93,7 @@ def test_429_with_retry_after_over_the_in_process_cap_returns_the_message_for_at
 
 
 def test_404_is_counted_failed_once_and_not_retried(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, logs: Logs
 ) -> None:
     run_id = only_page(pipeline, site, books_spec, "/_test/status/404", retry_times=3)
     batch = pipeline.receive(10)
@@ -129,7 +128,7 @@ def _until(year: int) -> float:
     ids=["delta-999999999", "date-2100", "date-9999"],
 )
 def test_a_retry_after_from_the_far_future_blocks_the_host_for_the_run_and_saves_no_pause(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, form: str, seconds: float
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, form: str, seconds: float
 ) -> None:
     """Main paused the host for decades and saved it; the next crawl of the host waited on robots.txt, silently."""
     host = f"127.0.0.1:{site.port}"
@@ -146,17 +145,17 @@ def test_a_retry_after_from_the_far_future_blocks_the_host_for_the_run_and_saves
     assert summary["blocked_hosts"][host]["urls_skipped"] == 1
     check = {c["check"]: c for c in summary["verdict"]["checks"]}["blocked"]
     assert check["ok"] is False
-    [state] = pipeline.services.hosts.load([host]).values()
+    [state] = pipeline.hosts.load([host]).values()
     assert state.paused_until < pipeline.clock() + MAX_PAUSE_S  # no pause of decades is saved for the next run
 
 
 def test_a_pause_saved_past_the_cap_blocks_the_host_with_the_reason_instead_of_hanging_the_next_run(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """A host record an older fetcher saved paused until 2058: the run ends, its pages skipped with the reason, and
     the record is repaired (main's next run sent no request and waited on robots.txt past any test's patience)."""
     host = f"127.0.0.1:{site.port}"
-    book = pipeline.services.hosts
+    book = pipeline.hosts
     book.save([HostState(host, paused_until=pipeline.clock() + 999_999_958.9, version=0)])
     pipeline.spec(books_spec(CRAWL, site.base_url, pages=2))
 

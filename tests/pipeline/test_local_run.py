@@ -19,6 +19,8 @@ from sluice_tools.emulate.runner import EmulatedRunner
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.session import RunView
 
+from .conftest import SpecData
+
 CRAWL = "books"
 PAGES = 5
 BOOKS = 100
@@ -54,7 +56,7 @@ def assert_shape(out: dict[str, Any]) -> None:
 
 
 def test_sluice_run_json_keeps_state_between_runs_and_fails_on_an_unhealthy_verdict(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = books_spec(CRAWL, site.base_url)
     parse_spec(data)
@@ -95,7 +97,7 @@ def test_sluice_run_json_keeps_state_between_runs_and_fails_on_an_unhealthy_verd
 
 
 def test_sluice_run_emulating_aws_gives_the_same_run(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--emulate-aws`` runs the real handlers on moto: same outputs, same verdict, its own state folder."""
     spec = tmp_path / "crawls" / f"{CRAWL}.yaml"
@@ -116,7 +118,7 @@ def test_sluice_run_emulating_aws_gives_the_same_run(
 
 @pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
 def test_the_progress_bar_ends_on_the_summarys_counts_when_the_site_is_down(
-    tmp_path: Path, books_spec: Any, emulate: bool
+    tmp_path: Path, books_spec: SpecData, emulate: bool
 ) -> None:
     """A refused connection is retried, then counted failed: the last view says so, as the summary does."""
     with socket.socket() as probe:  # a port nothing listens on: the site is down
@@ -141,7 +143,7 @@ def test_the_progress_bar_ends_on_the_summarys_counts_when_the_site_is_down(
 
 @pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
 def test_robots_txt_is_asked_once_per_run_however_many_fetchers(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, emulate: bool
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, emulate: bool
 ) -> None:
     """Four workers, each with its own robots cache, share one robots.txt answer through the run's store."""
     copies = [f"/catalogue/page-1.html?copy={n}" for n in range(40)]
@@ -163,7 +165,7 @@ def test_robots_txt_is_asked_once_per_run_however_many_fetchers(
 
 @pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
 def test_sluice_run_takes_a_seed_file_from_beside_the_spec(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str], emulate: bool
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str], emulate: bool
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=0, urls=["/catalogue/page-1.html"], max_depth=0)
     data["seeds"]["file"] = "books-seeds.txt"

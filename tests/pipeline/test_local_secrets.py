@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -16,13 +15,15 @@ from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.demosite.config import DEMO_LOGIN, DEMO_TOKEN
 from sluice_tools.demosite.forward_proxy import running_proxy
 
+from .conftest import SpecData
+
 CRAWLS = Path(__file__).resolve().parents[2] / "crawls"
 CRAWL = "members"
 SESSION_SECRET = "sluice/test/demo-session"
 PASSWORD_SECRET = "ssm:/sluice/test/staff-password"
 
 
-def write_members_spec(folder: Path, books_spec: Any, base_url: str) -> Path:
+def write_members_spec(folder: Path, books_spec: SpecData, base_url: str) -> Path:
     data = books_spec(CRAWL, base_url, pages=0, urls=["/members/catalogue/page-1.html", "/staff/catalogue/page-3.html"])
     data["request"] = {
         "cookies": {"demo_session": {"secret": SESSION_SECRET}},
@@ -41,7 +42,7 @@ def export_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("command", [["run"], ["run", "--emulate-aws"], ["crawl"]], ids=" ".join)
 def test_a_command_refuses_to_start_naming_every_variable_to_export(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str], command: list[str]
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     spec = write_members_spec(tmp_path / "crawls", books_spec, site.base_url)
     state = tmp_path / "state"
@@ -59,7 +60,7 @@ def test_a_command_refuses_to_start_naming_every_variable_to_export(
 def test_sluice_run_reads_the_secrets_from_the_environment(
     tmp_path: Path,
     site: RunningDemoSite,
-    books_spec: Any,
+    books_spec: SpecData,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     emulate: bool,
@@ -80,7 +81,7 @@ def test_sluice_run_reads_the_secrets_from_the_environment(
 def test_sluice_crawl_reads_them_too(
     tmp_path: Path,
     site: RunningDemoSite,
-    books_spec: Any,
+    books_spec: SpecData,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -113,7 +114,7 @@ def test_the_shipped_demo_spec_crawls_both_doors_with_the_values_its_comment_giv
 def test_sluice_crawl_goes_through_the_specs_proxy_pool(
     tmp_path: Path,
     site: RunningDemoSite,
-    books_spec: Any,
+    books_spec: SpecData,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -3,22 +3,28 @@ a week after its last one (a CloudWatch window of at most 7 days would say it is
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from sluice.handlers import finalizer
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.context import LocalContext
+
+from .conftest import AwsHarness, PipelineOn, SpecData
 
 SWEEP = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
 DAY_S = 86400
 
 
 def sweep() -> dict[str, Any]:
-    return finalizer.handler(SWEEP, LocalContext(function_name="sluice-dev-finalizer", timeout_s=900))
+    return finalizer.handler(
+        SWEEP, cast(LambdaContext, LocalContext(function_name="sluice-dev-finalizer", timeout_s=900))
+    )
 
 
 def test_the_sweep_reports_a_run_missing_only_after_the_crawls_own_period(
-    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline = aws_pipeline
     pipeline.spec(books_spec("fortnightly", site.base_url, pages=1) | {"schedule": "rate(14 days)"})

@@ -20,12 +20,12 @@ from sluice_tools.ops.query import crawl_tables, run_query
 from sluice_tools.runner.session import LocalRun
 from sluice_tools.runner.summary import as_text
 
-from .conftest import BOOKS, PAGES, Pipeline, local_harness
+from .conftest import BOOKS, PAGES, Logs, Pipeline, SpecData, local_harness
 
 CRAWL = "typed-books"
 
 
-def typed_spec(books_spec: Any, base_url: str) -> dict[str, Any]:
+def typed_spec(books_spec: SpecData, base_url: str) -> dict[str, Any]:
     """The demo crawl as two types: listing pages (book cards) and the book pages their cards link to."""
     data: dict[str, Any] = books_spec(CRAWL, base_url)
     listing = data.pop("extract")
@@ -53,7 +53,7 @@ def typed_spec(books_spec: Any, base_url: str) -> dict[str, Any]:
 
 
 def test_a_two_type_spec_writes_each_types_records_keyed_per_type_with_carried_fields(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(typed_spec(books_spec, site.base_url))
     run_id = pipeline.run(CRAWL)
@@ -77,7 +77,7 @@ def test_a_two_type_spec_writes_each_types_records_keyed_per_type_with_carried_f
 
 
 def test_a_second_run_of_a_typed_spec_reuses_each_types_records(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(typed_spec(books_spec, site.base_url))
     first = pipeline.run(CRAWL)
@@ -89,7 +89,7 @@ def test_a_second_run_of_a_typed_spec_reuses_each_types_records(
 
 
 def test_sluice_query_reads_every_types_records_with_their_type(
-    site: RunningDemoSite, books_spec: Any, tmp_path: Path
+    site: RunningDemoSite, books_spec: SpecData, tmp_path: Path
 ) -> None:
     """On the local store, where `sluice query` reads: one view for all types, partitioned by type."""
     with local_harness(tmp_path) as harness:
@@ -116,7 +116,9 @@ def test_sluice_query_reads_every_types_records_with_their_type(
     assert run_query(sql, tables)[1] == [(BOOKS, BOOKS, True)]
 
 
-def test_each_type_is_counted_and_judged_on_its_own(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_each_type_is_counted_and_judged_on_its_own(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     """Summary per type; a second run whose book selector matches nothing is unhealthy for that type,
     though the run's total (the listings, half the records) stays at the record-count floor."""
     spec = typed_spec(books_spec, site.base_url)
@@ -177,7 +179,7 @@ def test_each_type_is_counted_and_judged_on_its_own(pipeline: Any, site: Running
 
 
 def test_a_page_seeded_from_the_catalog_keeps_its_type_and_what_was_carried_to_it(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """Night 2 seeds every book page from night 1's results, not from a link: a changed book page is extracted
     again as a book (the rule that led there is in its task), with the fields its card carried."""
@@ -196,7 +198,7 @@ def test_a_page_seeded_from_the_catalog_keeps_its_type_and_what_was_carried_to_i
 
 
 def test_a_stranded_claim_is_sent_again_with_its_rule_and_carried_fields(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """The sweep re-sends a claim nobody sent: the claim keeps the rule and the carried data its link had."""
     spec = typed_spec(books_spec, site.base_url)
@@ -226,7 +228,7 @@ def test_a_stranded_claim_is_sent_again_with_its_rule_and_carried_fields(
 
 
 def test_the_records_table_keeps_each_types_record_of_a_shared_key(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     spec = typed_spec(books_spec, site.base_url)
     spec["output"] = {"records_table": True}
@@ -247,10 +249,10 @@ def test_the_records_table_keeps_each_types_record_of_a_shared_key(
 
 @pytest.mark.parametrize("batch_size", [10, 1], ids=["listing-in-the-batch", "listing-in-an-earlier-batch"])
 def test_a_value_that_changed_on_the_listing_reaches_the_book_seeded_from_the_catalog(
-    pipeline: Any,
+    pipeline: Pipeline,
     site: RunningDemoSite,
-    books_spec: Any,
-    logs: Any,
+    books_spec: SpecData,
+    logs: Logs,
     batch_size: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -330,7 +332,7 @@ def carry_spec(base_url: str, n: int, *, pad: int = 0, crawl: str = "carry-many"
 
 
 def test_every_link_of_a_long_listing_carries_its_new_price_on_the_second_night(
-    pipeline: Any, site: RunningDemoSite, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Night 1: a listing links to 60 item pages, each carrying its price. Night 2: every price rises by 100,
     and every item page seeded from the catalog takes its new price (main kept what fit its 16 KB, about 35
@@ -370,7 +372,7 @@ def test_every_link_of_a_long_listing_carries_its_new_price_on_the_second_night(
     assert listing.result.kids_block.length in ranged  # the items' batches read the listing's map from its part
 
 
-def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeline: Any) -> None:
+def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeline: Pipeline) -> None:
     """The read the second night's pages make, at 10,000 links, on each adapter set's store: a listing's result
     written with its map in the part, then every page it links to refreshed from it."""
     services = pipeline.services
@@ -395,7 +397,7 @@ def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeli
 
 
 def test_pages_whose_linking_page_cannot_give_this_nights_data_are_counted_stale_and_can_fail_the_run(
-    pipeline: Any, site: RunningDemoSite, logs: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, logs: Logs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A listing's map that cannot be read back (here: its part is not where its result says) leaves its pages with
     night 1's carried data: each is counted (carry_stale, per type, in the summary) and the verdict's check says
@@ -423,7 +425,7 @@ def test_pages_whose_linking_page_cannot_give_this_nights_data_are_counted_stale
 
 
 def test_a_carried_field_over_the_links_bound_is_left_out_alone_and_counted(
-    pipeline: Any, site: RunningDemoSite, logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, logs: Logs
 ) -> None:
     """A 3,000-character note carried with each card's price: the note is over the 2 KB a link's data holds, so it
     is left out and counted per field (carry_dropped), and the price still travels (main dropped both)."""

@@ -16,6 +16,7 @@ from sluice.domain.layout import archive_key
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.demosite.forward_proxy import RunningProxy, refusing_address, running_proxy
 
+from .conftest import Logs, Pipeline, SpecData
 from .test_requests import Provide, everything_written, provide  # noqa: F401 - provide is a fixture
 
 CRAWL = "pooled"
@@ -35,7 +36,7 @@ def proxies() -> Iterator[tuple[RunningProxy, RunningProxy]]:
         yield walls, works
 
 
-def _pooled_spec(books_spec: Any, base_url: str) -> dict[str, Any]:
+def _pooled_spec(books_spec: SpecData, base_url: str) -> dict[str, Any]:
     data: dict[str, Any] = books_spec(CRAWL, base_url, pages=PAGES, max_depth=0)
     # Round-robin, so every proxy is asked (sticky would keep the one host on one of them).
     data["request"] = {
@@ -45,7 +46,7 @@ def _pooled_spec(books_spec: Any, base_url: str) -> dict[str, Any]:
     return data
 
 
-def _run(pipeline: Any) -> tuple[str, list[str]]:
+def _run(pipeline: Pipeline) -> tuple[str, list[str]]:
     run_id = pipeline.start(CRAWL)
     bodies: list[str] = []
     for _ in range(MAX_BATCHES):
@@ -59,12 +60,12 @@ def _run(pipeline: Any) -> tuple[str, list[str]]:
 
 
 def test_the_crawl_finishes_through_the_working_proxy_and_names_the_refusing_and_the_walling_one(
-    pipeline: Any,
+    pipeline: Pipeline,
     site: RunningDemoSite,
-    books_spec: Any,
+    books_spec: SpecData,
     provide: Provide,  # noqa: F811 - the fixture imported above
     proxies: tuple[RunningProxy, RunningProxy],
-    logs: Any,
+    logs: Logs,
     tmp_path: Path,
 ) -> None:
     walls, works = proxies
@@ -110,9 +111,9 @@ def test_the_crawl_finishes_through_the_working_proxy_and_names_the_refusing_and
 
 
 def test_with_every_proxy_gone_the_pages_fail_and_the_verdict_says_the_pool_is_empty(
-    pipeline: Any,
+    pipeline: Pipeline,
     site: RunningDemoSite,
-    books_spec: Any,
+    books_spec: SpecData,
     provide: Provide,  # noqa: F811 - the fixture imported above
 ) -> None:
     for name in ("refuses", "walls", "works"):
@@ -139,7 +140,11 @@ def test_with_every_proxy_gone_the_pages_fail_and_the_verdict_says_the_pool_is_e
     ],
 )
 def test_a_runs_summary_says_which_route_its_requests_took(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, addresses: tuple[str, ...], expected: dict[str, Any]
+    pipeline: Pipeline,
+    site: RunningDemoSite,
+    books_spec: SpecData,
+    addresses: tuple[str, ...],
+    expected: dict[str, Any],
 ) -> None:
     """With the stack's ``egress: fixed``, its addresses (the functions' SLUICE_EGRESS_IPS); else direct."""
     pipeline.configure(egress_ips=",".join(addresses) if pipeline.kind == "aws" else addresses)

@@ -21,12 +21,14 @@ from sluice_tools.emulate.runner import EmulatedRunner
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.summary import as_json, as_text
 
+from .conftest import Pipeline, SpecData
+
 CRAWL = "books"
 RECORDS = 100
 PAGES = 5
 
 
-def recrawl_spec(books_spec: Any, base_url: str, **recrawl: Any) -> dict[str, Any]:
+def recrawl_spec(books_spec: SpecData, base_url: str, **recrawl: Any) -> dict[str, Any]:
     data: dict[str, Any] = books_spec(CRAWL, base_url)
     data["recrawl"] = recrawl
     return data
@@ -37,7 +39,7 @@ def pages_asked(site: RunningDemoSite) -> Counter[str]:
     return Counter(r.path for r in site.stats.records() if r.path != "/robots.txt" and "/sitemap" not in r.path)
 
 
-def night(pipeline: Any, site: RunningDemoSite) -> tuple[str, Counter[str]]:
+def night(pipeline: Pipeline, site: RunningDemoSite) -> tuple[str, Counter[str]]:
     """A day later, a run: its id and the pages it asked the site for."""
     pipeline.clock.advance(DAY_S)
     site.reset()
@@ -45,7 +47,7 @@ def night(pipeline: Any, site: RunningDemoSite) -> tuple[str, Counter[str]]:
     return run_id, pages_asked(site)
 
 
-def intervals(pipeline: Any, run_id: str) -> dict[str, int | None]:
+def intervals(pipeline: Pipeline, run_id: str) -> dict[str, int | None]:
     """Each page's interval in days after the run, by path."""
     return {
         e.url.split("/", 3)[3]: (e.result.interval // DAY_S if e.result.interval is not None else None)
@@ -55,7 +57,7 @@ def intervals(pipeline: Any, run_id: str) -> dict[str, int | None]:
 
 
 def test_static_nights_ask_for_half_the_pages_or_fewer_and_every_night_keeps_every_record(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(recrawl_spec(books_spec, site.base_url, grow=1.0, max_age_days=4))
     asked = []
@@ -76,7 +78,7 @@ def test_static_nights_ask_for_half_the_pages_or_fewer_and_every_night_keeps_eve
 
 
 def test_a_change_is_collected_within_max_age_and_shrinks_its_pages_interval(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(recrawl_spec(books_spec, site.base_url, grow=1.0, shrink=0.5, max_age_days=2))
     night(pipeline, site)
@@ -111,7 +113,7 @@ def test_a_change_is_collected_within_max_age_and_shrinks_its_pages_interval(
 
 
 def test_seeds_always_are_asked_every_night_while_the_pages_they_lead_to_wait_their_interval(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = books_spec(CRAWL, site.base_url, pages=0, urls=["/catalogue/page-1.html"], max_depth=None)
     data["recrawl"] = {"grow": 1.0, "seeds": "always"}
@@ -127,7 +129,9 @@ def test_seeds_always_are_asked_every_night_while_the_pages_they_lead_to_wait_th
     assert (summary["pages"]["not_due_by"]["schedule"], summary["records"]["total"]) == (PAGES - 1, RECORDS)
 
 
-def test_a_sitemaps_lastmod_decides_where_there_is_one(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_a_sitemaps_lastmod_decides_where_there_is_one(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     data = books_spec(CRAWL, site.base_url, pages=0, max_depth=0)
     data["seeds"] = {"sitemaps": {"urls": [f"{site.base_url}/sitemap-index.xml"]}}
     data["recrawl"] = {"min_interval_days": 3}
@@ -151,7 +155,7 @@ def test_a_sitemaps_lastmod_decides_where_there_is_one(pipeline: Any, site: Runn
 
 
 def test_without_the_section_every_page_is_asked_every_night_and_tasks_and_results_are_as_before(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     night(pipeline, site)
@@ -173,7 +177,7 @@ def test_without_the_section_every_page_is_asked_every_night_and_tasks_and_resul
 
 @pytest.mark.parametrize("runner", ["local", "emulated"])
 def test_sluice_run_on_either_runner_takes_a_clock_and_says_how_many_pages_the_schedule_left_unasked(
-    runner: str, tmp_path: Path, site: RunningDemoSite, books_spec: Any
+    runner: str, tmp_path: Path, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     specs = tmp_path / "crawls"
     specs.mkdir()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from sluice.adapters.aws.clients import client
@@ -11,11 +9,13 @@ from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.move_tasks import MoveTasks
 
+from .conftest import LocalHarness, Pipeline, SpecData
+
 CRAWL = "books"
 PAGES, BOOKS = 5, 100
 
 
-def _to_the_dead_letters(pipeline: Any, *, visit: bool) -> None:
+def _to_the_dead_letters(pipeline: Pipeline, *, visit: bool) -> None:
     """Receive the queue's next message until the queue gives up on it; visit it the first time if asked
     (its pages are then done, but it is never deleted: a fetcher that died before its batch's delete)."""
     first = pipeline.receive(1)
@@ -30,7 +30,7 @@ def _to_the_dead_letters(pipeline: Any, *, visit: bool) -> None:
 
 
 def test_a_redriven_run_finishes_with_each_page_counted_once(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pipeline.configure(urls_per_message=1)  # a message a listing page
     pipeline.spec(books_spec(CRAWL, site.base_url, max_depth=0))
@@ -46,6 +46,7 @@ def test_a_redriven_run_finishes_with_each_page_counted_once(
         MoveTasks.install(client("sqs"))
         where = ["--stage"]
     else:
+        assert isinstance(pipeline.harness, LocalHarness)
         where = ["--state", str(pipeline.harness.store.folder)]
     capsys.readouterr()
     assert main(["redrive", *where]) == 0

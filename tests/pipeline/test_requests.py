@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pytest
 
@@ -18,6 +18,8 @@ from sluice.adapters.aws.clients import client
 from sluice.domain.secrets import is_ssm, local_variable, ssm_parameter
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.demosite.config import DEMO_LOGIN, DEMO_TOKEN
+
+from .conftest import Logs, Pipeline, SpecData
 
 CRAWL = "members"
 SESSION_SECRET = "sluice/test/demo-session"
@@ -29,7 +31,7 @@ Provide = Callable[[str, str], None]
 
 
 @pytest.fixture
-def provide(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Provide:
+def provide(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> Provide:
     """Store a secret where the adapter set reads it: Secrets Manager or SSM on moto, the environment locally."""
 
     def store(name: str, value: str) -> None:
@@ -43,7 +45,7 @@ def provide(pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> Provide:
     return store
 
 
-def forget(pipeline: Any, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+def forget(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Take a secret away again, and start from a new container (a container keeps what it read)."""
     if pipeline.kind == "local":
         monkeypatch.delenv(local_variable(name))
@@ -54,7 +56,7 @@ def forget(pipeline: Any, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     pipeline.close_container()
 
 
-def members_spec(books_spec: Any, base_url: str) -> dict[str, Any]:
+def members_spec(books_spec: SpecData, base_url: str) -> dict[str, Any]:
     """The demo crawl on the catalogue behind its two doors: a session cookie, and basic auth."""
     data: dict[str, Any] = books_spec(
         CRAWL,
@@ -71,7 +73,7 @@ def members_spec(books_spec: Any, base_url: str) -> dict[str, Any]:
     return data
 
 
-def run_seeing_messages(pipeline: Any) -> tuple[str, list[str]]:
+def run_seeing_messages(pipeline: Pipeline) -> tuple[str, list[str]]:
     """A whole run; the body of every message the queue delivered on the way."""
     run_id = pipeline.start(CRAWL)
     bodies: list[str] = []
@@ -86,7 +88,7 @@ def run_seeing_messages(pipeline: Any) -> tuple[str, list[str]]:
 
 
 def everything_written(
-    pipeline: Any, logs: Any, run_id: str, bodies: list[str], state: Path, *, crawl: str = CRAWL
+    pipeline: Pipeline, logs: Logs, run_id: str, bodies: list[str], state: Path, *, crawl: str = CRAWL
 ) -> str:
     """Every place a secret must not reach, as one text: logs, summary, messages, URL results, records."""
     texts = [
@@ -102,7 +104,7 @@ def everything_written(
 
 
 def test_pages_behind_a_cookie_and_basic_auth_are_crawled_with_secrets_found_nowhere_else(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, provide: Provide, logs: Any, tmp_path: Path
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, provide: Provide, logs: Logs, tmp_path: Path
 ) -> None:
     provide(SESSION_SECRET, DEMO_TOKEN)
     provide(PASSWORD_SECRET, DEMO_LOGIN[1])
@@ -127,7 +129,7 @@ def test_pages_behind_a_cookie_and_basic_auth_are_crawled_with_secrets_found_now
 
 
 def test_without_the_secrets_the_site_refuses_the_crawler(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, provide: Provide
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, provide: Provide
 ) -> None:
     """What the secrets are for: the same crawl with wrong values gets 403 and 401, and no records."""
     provide(SESSION_SECRET, "wrong-session")
@@ -142,11 +144,11 @@ def test_without_the_secrets_the_site_refuses_the_crawler(
 
 
 def test_a_secret_that_went_missing_fails_the_pages_naming_it_and_loses_nothing_collected(
-    pipeline: Any,
+    pipeline: Pipeline,
     site: RunningDemoSite,
-    books_spec: Any,
+    books_spec: SpecData,
     provide: Provide,
-    logs: Any,
+    logs: Logs,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -189,7 +191,7 @@ class _Recording(BaseHTTPRequestHandler):
     seen: list[tuple[int, str, bool]]
 
     def do_GET(self) -> None:
-        port = self.server.server_address[1]
+        port = cast(tuple[str, int], self.server.server_address)[1]
         self.seen.append((int(port), self.path, TOKEN_VALUE in str(self.headers)))
         status, location, body = self.pages.get(self.path, (404, "", "no such page"))
         data = body.encode()
@@ -209,7 +211,7 @@ class _Recording(BaseHTTPRequestHandler):
 def two_ports() -> Iterator[tuple[str, str, list[tuple[int, str, bool]]]]:
     """Two loopback servers on one host, another port each: ``(base A, base B, requests seen by both)``."""
     seen: list[tuple[int, str, bool]] = []
-    handler = type("Handler", (_Recording,), {"seen": seen})
+    handler = cast(type[_Recording], type("Handler", (_Recording,), {"seen": seen}))
     servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler) for _ in range(2)]
     threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True) for s in servers]
     for thread in threads:
@@ -249,7 +251,7 @@ def token_spec(a: str, origins: list[str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("listed", [False, True], ids=["seeds-origin-only", "other-port-listed"])
 def test_credentials_go_only_to_the_origins_the_spec_names_not_to_another_port_of_the_host(
-    pipeline: Any, provide: Provide, listed: bool
+    pipeline: Pipeline, provide: Provide, listed: bool
 ) -> None:
     """A link to another port, a redirect to it and that port's robots.txt: none carries the token unless the spec
     lists that origin; the seed's own origin (its pages, its robots.txt) gets it."""

@@ -23,11 +23,12 @@ import yaml
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import Progress
 from sluice.pipeline import finalize as finalize_module
+from sluice.pipeline import output
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.runner.local import LocalFleet
 
-from .conftest import Pipeline, local_harness
+from .conftest import Pipeline, SpecData, local_harness
 from .test_page_types import typed_spec
 
 CRAWL = "resumable"
@@ -36,7 +37,7 @@ BOOKS = LISTINGS * 20
 KILL_WAIT_S = 60.0
 
 
-def spec_file(folder: Path, base_url: str, books_spec: Any) -> Path:
+def spec_file(folder: Path, base_url: str, books_spec: SpecData) -> Path:
     data = books_spec(CRAWL, base_url, pages=LISTINGS)
     data["politeness"]["concurrency"] = data["politeness"]["concurrency_per_domain"] = 4
     parse_spec(data)
@@ -121,7 +122,7 @@ def slow_site() -> Any:
     ],
 )
 def test_killed_run_resumes_fetching_no_page_already_done_and_ends_with_every_record_once(
-    tmp_path: Path, slow_site: RunningDemoSite, books_spec: Any, kill_point: Callable[[Path], bool]
+    tmp_path: Path, slow_site: RunningDemoSite, books_spec: SpecData, kill_point: Callable[[Path], bool]
 ) -> None:
     spec, state = spec_file(tmp_path, slow_site.base_url, books_spec), tmp_path / "state"
     done_before = kill_when(spec, state, kill_point)
@@ -144,7 +145,7 @@ def test_killed_run_resumes_fetching_no_page_already_done_and_ends_with_every_re
 
 
 def test_restart_abandons_the_interrupted_run_and_starts_anew(
-    tmp_path: Path, slow_site: RunningDemoSite, books_spec: Any
+    tmp_path: Path, slow_site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     spec, state = spec_file(tmp_path, slow_site.base_url, books_spec), tmp_path / "state"
     kill_when(spec, state, lambda s: len(done_urls(s)) >= 10)
@@ -163,7 +164,7 @@ def test_restart_abandons_the_interrupted_run_and_starts_anew(
 
 
 def test_run_whose_finalizer_died_is_finalized_again_by_the_next_command(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = books_spec(CRAWL, site.base_url)
     spec = parse_spec(data)
@@ -171,7 +172,7 @@ def test_run_whose_finalizer_died_is_finalized_again_by_the_next_command(
     specs.mkdir()
     (specs / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
     fleet = LocalFleet(specs, tmp_path / "state", workers=2, allow_loopback=True)
-    real = finalize_module.write_index_and_manifest
+    real = output.write_index_and_manifest
 
     def dies(*args: Any) -> Any:
         raise RuntimeError("the finalizer died writing the output")
@@ -191,7 +192,7 @@ def test_run_whose_finalizer_died_is_finalized_again_by_the_next_command(
 
 
 def test_the_resume_line_counts_the_pages_done_against_every_url_the_run_holds(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """After two kill -9s main said "resuming run ID: 1700 of 100 pages done": the progress hints (off after a
     killed batch) against the seeds alone. The line is the run's exact count: its links included."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,12 +16,12 @@ from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.session import StateInUse, exclusive
 
-from .conftest import context
+from .conftest import AwsHarness, Pipeline, PipelineOn, SpecData, context
 
 CRAWL = "books"
 
 
-def run_ids(pipeline: Any, crawl: str) -> list[str]:
+def run_ids(pipeline: Pipeline, crawl: str) -> list[str]:
     """Every run of ``crawl`` the ledger holds, in flight or not."""
     ledger = pipeline.services.ledger
     found = []
@@ -40,7 +39,7 @@ def run_ids(pipeline: Any, crawl: str) -> list[str]:
 
 
 def test_second_run_while_one_is_in_flight_is_refused_naming_it(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     first = pipeline.start(CRAWL)
@@ -54,12 +53,12 @@ def test_second_run_while_one_is_in_flight_is_refused_naming_it(
     assert run_ids(pipeline, CRAWL) == [first]
     assert pipeline.in_queue() == queued
     assert pipeline.run_state(CRAWL, first).seeds == 5
-    assert pipeline.services.ledger.active_run(CRAWL).run_id == first
+    assert pipeline.active_run_id(CRAWL) == first
 
     # Another crawl is not held up by this one's lock.
     pipeline.spec(books_spec("other", site.base_url, pages=1))
     other = pipeline.start("other")
-    assert pipeline.services.ledger.active_run("other").run_id == other
+    assert pipeline.active_run_id("other") == other
 
     pipeline.drain()
     assert {f["run_id"] for f in pipeline.finalize()} == {first, other}
@@ -68,7 +67,7 @@ def test_second_run_while_one_is_in_flight_is_refused_naming_it(
     second = pipeline.start(CRAWL)
     assert second > first
     assert sorted(run_ids(pipeline, CRAWL)) == [first, second]
-    assert pipeline.services.ledger.active_run(CRAWL).run_id == second
+    assert pipeline.active_run_id(CRAWL) == second
 
 
 def test_a_second_local_run_on_the_same_state_folder_is_refused(tmp_path: Path) -> None:
@@ -82,7 +81,7 @@ def test_a_second_local_run_on_the_same_state_folder_is_refused(tmp_path: Path) 
 
 
 def test_a_start_that_fails_after_opening_its_run_closes_it_and_releases_the_lock(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Input the fan-out cannot use, met after the run is open: the run is closed with the reason, the
     lock released, and the next start opens a run as usual (no lock left until the deadline)."""
@@ -109,7 +108,7 @@ def test_a_start_that_fails_after_opening_its_run_closes_it_and_releases_the_loc
 
 
 def test_the_scheduler_answers_a_failed_start_instead_of_raising(
-    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Raised, Lambda would retry the start twice, and each retry would open and fail another run."""
     aws_pipeline.spec(books_spec(CRAWL, site.base_url))

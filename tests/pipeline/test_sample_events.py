@@ -15,6 +15,8 @@ from sluice.handlers import fetcher, finalizer, scheduler
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.context import LocalContext
 
+from .conftest import AwsHarness, PipelineOn, SpecData
+
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 CRAWL = "demo-books"  # the crawl the samples name
 SAMPLE_PORT = 8710
@@ -29,7 +31,9 @@ def ctx(name: str) -> Any:
     return LocalContext(function_name=f"sluice-dev-{name}", timeout_s=900)
 
 
-def test_scheduler_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_scheduler_accepts_its_sample_event(
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData
+) -> None:
     pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))
     answer = scheduler.handler(sample("scheduler.json"), ctx("scheduler"))
@@ -39,7 +43,9 @@ def test_scheduler_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemo
     assert pipeline.in_queue() == 1
 
 
-def test_fetcher_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_fetcher_accepts_its_sample_event(
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData
+) -> None:
     pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
@@ -57,7 +63,9 @@ def test_fetcher_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemoSi
     assert site.stats.count("/catalogue/page-1.html") == 1
 
 
-def test_finalizer_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_finalizer_accepts_its_sample_event(
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData
+) -> None:
     pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
@@ -82,7 +90,7 @@ def test_finalizer_accepts_its_sample_event(aws_pipeline: Any, site: RunningDemo
 
 
 def test_sweep_event_finalizes_a_run_whose_finalize_request_was_lost(
-    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any
+    aws_pipeline: PipelineOn[AwsHarness], site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline = aws_pipeline
     pipeline.spec(books_spec(CRAWL, site.base_url))

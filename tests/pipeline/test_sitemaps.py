@@ -19,11 +19,13 @@ from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.demosite.config import DEMO_TOKEN
 
+from .conftest import Pipeline, SpecData
+
 CRAWL = "books"
 INDEX = "/sitemap-index.xml"
 
 
-def sitemap_spec(books_spec: Any, base_url: str, **sitemaps: Any) -> dict[str, Any]:
+def sitemap_spec(books_spec: SpecData, base_url: str, **sitemaps: Any) -> dict[str, Any]:
     """The demo crawl seeded from sitemaps alone (``sitemaps`` is the ``seeds.sitemaps`` mapping)."""
     data: dict[str, Any] = books_spec(CRAWL, base_url, pages=0, max_depth=0)
     data["seeds"] = {"sitemaps": {"urls": [f"{base_url}{INDEX}"], **sitemaps}}
@@ -48,7 +50,7 @@ def refusals(summary: dict[str, Any]) -> dict[str, str]:
 
 
 def test_an_index_and_its_gzipped_child_seed_exactly_the_pages_they_list(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(sitemap_spec(books_spec, site.base_url))
     run_id = pipeline.run(CRAWL)
@@ -65,7 +67,9 @@ def test_an_index_and_its_gzipped_child_seed_exactly_the_pages_they_list(
     assert summary["verdict"]["healthy"] is True
 
 
-def test_from_robots_finds_the_sitemaps_robots_txt_names(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_from_robots_finds_the_sitemaps_robots_txt_names(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     data = sitemap_spec(books_spec, site.base_url)
     data["seeds"] = {"urls": [f"{site.base_url}/catalogue/page-1.html"], "sitemaps": "from_robots"}
     pipeline.spec(data)
@@ -96,7 +100,7 @@ def test_from_robots_finds_the_sitemaps_robots_txt_names(pipeline: Any, site: Ru
     ids=["bytes", "depth", "count"],
 )
 def test_each_bound_refuses_what_it_stops_by_name_and_nothing_else_is_lost(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, sitemaps: dict[str, Any], refused: dict[str, str]
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, sitemaps: dict[str, Any], refused: dict[str, str]
 ) -> None:
     data = sitemap_spec(books_spec, site.base_url, **sitemaps)
     seed = f"{site.base_url}/catalogue/page-3.html"
@@ -113,7 +117,9 @@ def test_each_bound_refuses_what_it_stops_by_name_and_nothing_else_is_lost(
     assert summary["records"]["total"] == (100 if kept else 20)
 
 
-def test_indexes_nested_past_max_depth_are_read_to_it(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_indexes_nested_past_max_depth_are_read_to_it(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     nest = f"{site.base_url}/_test/sitemap-nest"
     data = sitemap_spec(books_spec, site.base_url, max_depth=2)
     data["seeds"]["sitemaps"]["urls"] = [f"{nest}/2", f"{nest}/4"]
@@ -143,7 +149,7 @@ def test_indexes_nested_past_max_depth_are_read_to_it(pipeline: Any, site: Runni
     ],
 )
 def test_a_malformed_sitemap_is_refused_naming_it_and_the_run_goes_on(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, kind: str, reason: str
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, kind: str, reason: str
 ) -> None:
     bad = f"{site.base_url}/_test/sitemap-bad?kind={kind}"
     data = sitemap_spec(books_spec, site.base_url)
@@ -157,7 +163,7 @@ def test_a_malformed_sitemap_is_refused_naming_it_and_the_run_goes_on(
     assert summary["verdict"]["healthy"] is True
 
 
-def test_a_gzip_file_bomb_stops_at_max_bytes(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_a_gzip_file_bomb_stops_at_max_bytes(pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData) -> None:
     bomb = f"{site.base_url}/_test/sitemap-bomb?bytes={1 << 30}"  # a gigabyte of zeros in about a megabyte
     data = sitemap_spec(books_spec, site.base_url, max_bytes=1 << 20)
     data["seeds"]["sitemaps"]["urls"] = [bomb, f"{site.base_url}/sitemaps/listings.xml"]
@@ -170,7 +176,7 @@ def test_a_gzip_file_bomb_stops_at_max_bytes(pipeline: Any, site: RunningDemoSit
 
 
 def test_a_nightly_run_asks_only_for_the_pages_whose_lastmod_moved(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.spec(sitemap_spec(books_spec, site.base_url))
     first = pipeline.run(CRAWL)
@@ -197,7 +203,7 @@ def test_a_nightly_run_asks_only_for_the_pages_whose_lastmod_moved(
 
 
 def test_a_fan_out_continued_in_a_fresh_invocation_reads_no_sitemap_again(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sluice.pipeline import start
 
@@ -219,7 +225,7 @@ def test_a_fan_out_continued_in_a_fresh_invocation_reads_no_sitemap_again(
 
 
 def test_a_changed_spec_fetches_every_page_whatever_its_lastmod(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = sitemap_spec(books_spec, site.base_url)
     pipeline.spec(data)
@@ -235,7 +241,7 @@ def test_a_changed_spec_fetches_every_page_whatever_its_lastmod(
 
 
 def test_a_first_run_whose_only_sitemap_is_missing_ends_unhealthy_naming_it(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     data = sitemap_spec(books_spec, site.base_url)
     data["seeds"]["sitemaps"]["urls"] = [f"{site.base_url}/sitemaps/gone.xml"]
@@ -249,7 +255,7 @@ def test_a_first_run_whose_only_sitemap_is_missing_ends_unhealthy_naming_it(
 
 
 def test_sluice_run_says_what_the_sitemaps_gave_and_how_many_pages_were_not_due(
-    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = sitemap_spec(books_spec, site.base_url)
     data["seeds"]["sitemaps"]["urls"].append(f"{site.base_url}/sitemaps/gone.xml")
@@ -272,7 +278,7 @@ def test_sluice_run_says_what_the_sitemaps_gave_and_how_many_pages_were_not_due(
 
 
 def test_a_sitemap_on_an_address_the_run_may_not_reach_is_refused_by_the_address_guard(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     pipeline.configure(allow_loopback=False)  # as deployed: 127.0.0.1 is not a target
     pipeline.spec(sitemap_spec(books_spec, site.base_url))
@@ -288,7 +294,7 @@ SESSION_SECRET = "sluice/test/sitemap-session"
 
 
 def test_sitemaps_behind_a_door_are_asked_with_the_specs_request_section(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = sitemap_spec(books_spec, site.base_url)
     data["seeds"]["sitemaps"]["urls"] = [f"{site.base_url}/members/sitemap-index.xml"]
@@ -312,7 +318,7 @@ def test_sitemaps_behind_a_door_are_asked_with_the_specs_request_section(
 
 
 def test_a_sitemap_an_index_names_on_another_host_is_not_fetched_and_is_counted(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
 ) -> None:
     """main fetched it (and that host's robots.txt), though none of its pages could be crawled."""
     data = sitemap_spec(books_spec, site.base_url)
@@ -332,7 +338,7 @@ def test_a_sitemap_an_index_names_on_another_host_is_not_fetched_and_is_counted(
 
 @pytest.mark.parametrize("fatal", [False, True])
 def test_a_sitemap_crawl_cut_by_max_pages_says_so_and_can_be_made_unhealthy(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, fatal: bool
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, fatal: bool
 ) -> None:
     """The index lists 105 pages; max_pages 50 leaves 55 out, which the truncated check counts."""
     data = sitemap_spec(books_spec, site.base_url)

@@ -14,6 +14,8 @@ from sluice.messages import StartEvent
 from sluice.metrics import NAMESPACE, UNITS, RunMetric
 from sluice_tools.demosite import RunningDemoSite
 
+from .conftest import Logs, Pipeline, SpecData
+
 CRAWL = "books"
 BOOKS = 100
 
@@ -36,12 +38,12 @@ def assert_emf_shape(doc: dict[str, Any], *, with_ratio: bool) -> None:
     assert names == {m.value: UNITS[m].value for m in expected}
 
 
-def alerts_logged(logs: Any, run_id: str) -> list[dict[str, Any]]:
+def alerts_logged(logs: Logs, run_id: str) -> list[dict[str, Any]]:
     return [e for e in logs.named("run alert") if e["run_id"] == run_id]
 
 
 def test_first_run_is_healthy_with_no_previous_run(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str], logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str], logs: Logs
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     run_id = pipeline.start(CRAWL)
@@ -75,7 +77,7 @@ def test_first_run_is_healthy_with_no_previous_run(
 
 
 def test_record_count_drop_after_a_broken_selector_is_unhealthy(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str], logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str], logs: Logs
 ) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url))
     first = pipeline.run(CRAWL)
@@ -123,7 +125,7 @@ def test_record_count_drop_after_a_broken_selector_is_unhealthy(
 
 
 def test_error_rate_over_the_ceiling_is_unhealthy(
-    pipeline: Any, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str], logs: Any
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str], logs: Logs
 ) -> None:
     retry_times = 1
     spec = books_spec(CRAWL, site.base_url, urls=["/_test/status/404", "/_test/status/500"], retry_times=retry_times)
@@ -172,7 +174,7 @@ def test_run_ids_sort_by_start_time_within_one_second() -> None:
         assert StartEvent(crawl=CRAWL, run_id=run_id).run_id == run_id
 
 
-def test_quick_reruns_within_one_second_each_compare_with_the_run_before(pipeline: Any) -> None:
+def test_quick_reruns_within_one_second_each_compare_with_the_run_before(pipeline: Pipeline) -> None:
     second = datetime(2026, 11, 29, 21, 0, 0, tzinfo=UTC)
     ledger = pipeline.services.ledger
     previous: str | None = None
@@ -185,7 +187,9 @@ def test_quick_reruns_within_one_second_each_compare_with_the_run_before(pipelin
         previous = run.run_id
 
 
-def test_skipped_pages_are_reported_with_their_reason(pipeline: Any, site: RunningDemoSite, books_spec: Any) -> None:
+def test_skipped_pages_are_reported_with_their_reason(
+    pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData
+) -> None:
     pipeline.spec(books_spec(CRAWL, site.base_url, urls=["/private/secret.html"]))
     run_id = pipeline.run(CRAWL)
 

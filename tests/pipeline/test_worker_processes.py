@@ -26,6 +26,7 @@ from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.processes import WorkerDied, split
 from sluice_tools.runner.session import LocalRun, RunView
 
+from .conftest import SpecData
 from .test_resume import LISTINGS as RESUMABLE_LISTINGS
 from .test_resume import command, done_urls, finish, output_keys, spec_file
 
@@ -36,7 +37,7 @@ SMALL_BATCHES = replace(DEFAULT, batch_size=2, urls_per_message=2)
 """Many small batches, so the processes take turns at the host and at the state file."""
 
 
-def _spec_folder(tmp_path: Path, books_spec: Any, base_url: str, cap: int) -> tuple[Path, Any]:
+def _spec_folder(tmp_path: Path, books_spec: SpecData, base_url: str, cap: int) -> tuple[Path, Any]:
     data = books_spec(CRAWL, base_url, pages=LISTINGS, max_depth=0)
     data["politeness"] |= {"concurrency": 8, "concurrency_per_domain": cap}
     crawls = tmp_path / "crawls"
@@ -58,7 +59,7 @@ def test_workers_split_evenly_over_at_most_as_many_processes_as_workers() -> Non
 
 
 def test_a_run_on_worker_processes_counts_each_page_once_keeps_the_cap_and_writes_whole_log_lines(
-    tmp_path: Path, books_spec: Any
+    tmp_path: Path, books_spec: SpecData
 ) -> None:
     with running_demo_site(books=BOOKS, latency_ms=10) as site:
         crawls, spec = _spec_folder(tmp_path, books_spec, site.base_url, cap=2)
@@ -82,7 +83,7 @@ def test_a_run_on_worker_processes_counts_each_page_once_keeps_the_cap_and_write
 
 
 def test_a_worker_process_that_dies_stops_the_run_and_the_next_command_finishes_it_exactly_once(
-    tmp_path: Path, books_spec: Any
+    tmp_path: Path, books_spec: SpecData
 ) -> None:
     killed: list[int] = []
 
@@ -133,7 +134,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_kill_9_of_sluice_run_takes_its_worker_processes_with_it_and_the_next_command_resumes(
-    tmp_path: Path, books_spec: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(str(root / p) for p in ("functions", "tools")))  # this code

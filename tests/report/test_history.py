@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sluice.domain.runs import RunState
 from sluice.spec import parse_spec
+from sluice_tools.ops.history import RunHistory
 from sluice_tools.report.history import crawl_history, run_point
 
 SPEC = parse_spec(
@@ -53,11 +54,16 @@ class _History:
         return self.summaries.get(run.run_id)
 
 
+def _history(summaries: list[dict[str, Any]]) -> RunHistory:
+    """The fake as the whole port: ``crawl_history`` reads only ``recent_runs`` and ``summary``."""
+    return cast(RunHistory, _History(summaries))
+
+
 def test_two_runs_started_in_one_second_are_told_apart_by_the_millisecond_their_ids_hold() -> None:
     # 0x3e7 = 999 ms, 0x001 = 1 ms: the later start finished first, and still comes second.
     early = _summary("20261201T000000Z-001fff", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:05+00:00", 10)
     late = _summary("20261201T000000Z-3e7000", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:02+00:00", 10)
-    history = crawl_history(_History([late, early]), "shop", 10, SPEC)
+    history = crawl_history(_history([late, early]), "shop", 10, SPEC)
     assert [r.run_id for r in history.runs] == [early["run_id"], late["run_id"]]
 
 
@@ -70,7 +76,7 @@ def test_two_runs_started_in_one_millisecond_are_told_apart_by_when_they_finishe
         2,
         previous_run={"run_id": first["run_id"], "records": 10},
     )
-    history = crawl_history(_History([first, second]), "shop", 10, SPEC)
+    history = crawl_history(_history([first, second]), "shop", 10, SPEC)
     assert [r.run_id for r in history.runs] == [first["run_id"], second["run_id"]]
     assert [r.floor for r in history.runs] == [None, 5.0]
     assert history.max_error_rate == 0.2

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from sluice_tools.cli import main
 
-SPEC = {
+SPEC: dict[str, Any] = {
     "name": "books",
     "seeds": ["https://books.example/catalogue/page-1.html"],
     "follow": {"selectors": ["li.next a"]},

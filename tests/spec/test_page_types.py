@@ -56,7 +56,7 @@ def test_carried_data_is_bounded_and_scalar() -> None:
     with pytest.raises(ValueError, match="2048 bytes"):
         UrlTask(url="https://a.example/", carry={"x": "a" * 3000})
     with pytest.raises(ValueError, match="valid string"):
-        UrlTask(url="https://a.example/", carry={"x": [1]})  # type: ignore[dict-item]
+        UrlTask(url="https://a.example/", carry={"x": [1]})
 
 
 def test_a_task_without_rule_or_carried_data_is_sent_as_before() -> None:
