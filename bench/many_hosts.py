@@ -173,7 +173,7 @@ def measure(hosts: int, cap: int, pages: int, latency_ms: float, workers: int, *
         per_batch = _hosts_a_batch(Path(run.outputs["logs"]))
     ideal = hosts * cap / (latency_ms / 1000)
     who = f"sluice run, {workers} workers" + ("" if pack else ", packing off")
-    return _row(who, run.summary["pages"]["fetched"], elapsed, ideal, sites.close(), per_batch)
+    return _row(who, run.summary.to_json()["pages"]["fetched"], elapsed, ideal, sites.close(), per_batch)
 
 
 def write_doc(results: list[dict[str, Any]], setup: dict[str, Any], command: str) -> None:
