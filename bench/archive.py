@@ -73,8 +73,8 @@ def _one(base: Path, base_url: str, listings: int, archive: bool, workers: int) 
         "path": path,
         "run_id": run.run_id,
         "wall_s": wall,
-        "pages": run.summary["pages"]["fetched"],
-        "records": run.summary["records"]["total"],
+        "pages": run.summary.to_json()["pages"]["fetched"],
+        "records": run.summary.to_json()["records"]["total"],
         "batches": len(batches),
         "archive_files": sum(b.get("archive_files", 0) for b in batches),
         "archive_ms": [b["archive_ms"] for b in batches if "archive_ms" in b],
@@ -141,11 +141,11 @@ def main() -> None:
         "wall_s_with": [round(r["wall_s"], 2) for r in archived],
         "reextract": {
             "pages": done.pages,
-            "records": done.summary["records"]["total"],
+            "records": done.summary.to_json()["records"]["total"],
             "seconds": round(done.seconds, 2),
             "pages_per_s": round(done.pages / done.seconds, 1),
             "requests_to_site": requests,
-            "healthy": done.summary["verdict"]["healthy"],
+            "healthy": done.summary.to_json()["verdict"]["healthy"],
         },
     }
     print(json.dumps(report, indent=2))

@@ -76,7 +76,7 @@ def main() -> None:
         peak = peak_rss_mb()  # the run's, before this client reads the output to count it
         records, sample = records_of(run)
         state_bytes = sum(f.stat().st_size for f in state.rglob("*") if f.is_file())
-    pages = run.summary["pages"]
+    pages = run.summary.to_json()["pages"]
     ok = pages["fetched"] + pages["not_modified"]
     ClientResult(
         "pipeline",
@@ -94,9 +94,9 @@ def main() -> None:
         system_s=watch.system_s,
         notes=[
             f"{pages['fetched']} fetched, {pages['not_modified']} not modified",
-            f"finalize {run.summary.get('finalize_s', 0):.2f} s",
+            f"finalize {run.summary.to_json().get('finalize_s', 0):.2f} s",
             f"state {state_bytes} B",
-            f"estimated AWS cost per million pages ${run.summary['cost']['per_million_pages_usd']:.2f}",
+            f"estimated AWS cost per million pages ${run.summary.to_json()['cost']['per_million_pages_usd']:.2f}",
         ],
     ).emit()
 

@@ -182,9 +182,9 @@ def run_scenario(
     invocations = sum(len(s) for s in timings.seconds.values())
     log_bytes = _log_bytes(Path(run.outputs["logs"]))
     cost = price(tally, lambda_gb_s=sum(gb_s.values()), lambda_invocations=invocations, log_bytes=log_bytes)
-    pages = run.summary["pages"]
+    pages = run.summary.to_json()["pages"]
     done = pages["fetched"] + pages["not_modified"] + pages["failed"] + pages["skipped"]
-    copy = _parquet_copy(folder / "state", spec, run.run_id, run.summary, tally.operations) | {"pages": done}
+    copy = _parquet_copy(folder / "state", spec, run.run_id, run.summary.to_json(), tally.operations) | {"pages": done}
     lines = cost.as_dict() | {"athena_scan": parquet_copy_cost.price(copy["queries"])}
     lines["total"] += lines["athena_scan"]
     return {
@@ -194,13 +194,13 @@ def run_scenario(
         "pages": done,
         "fetched": pages["fetched"],
         "not_modified": pages["not_modified"],
-        "records": run.summary["records"]["total"],
-        "healthy": run.summary["verdict"]["healthy"],
+        "records": run.summary.to_json()["records"]["total"],
+        "healthy": run.summary.to_json()["verdict"]["healthy"],
         "wall_s": round(wall, 2),
         "cost": lines,
         "per_million_pages_usd": round(lines["total"] / max(1, done) * 1e6, 3),
         "parquet_copy": copy,
-        "summary_estimate": run.summary.get("cost"),
+        "summary_estimate": run.summary.to_json().get("cost"),
         "lambda": {
             "invocations": {f: len(s) for f, s in timings.seconds.items()},
             "seconds": {f: round(sum(s), 2) for f, s in timings.seconds.items()},

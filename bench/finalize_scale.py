@@ -168,9 +168,9 @@ def measure(pages: int) -> dict[str, Any]:
                 done = fleet.run(spec)
             results[run] = meter.as_dict(pages) | {
                 "run_s": round(time.perf_counter() - started, 2),
-                "records": done.summary["records"]["total"],
-                "not_modified": done.summary["pages"]["not_modified"],
-                "output_files": len(done.summary["outputs"]["files"]),
+                "records": done.summary.to_json()["records"]["total"],
+                "not_modified": done.summary.to_json()["pages"]["not_modified"],
+                "output_files": len(done.summary.to_json()["outputs"]["files"]),
             }
         return results
 
@@ -272,12 +272,12 @@ def measure_synthetic(pages: int, shard_pages: int, workers: int) -> dict[str, A
                     "finalize_wall_s": round(finalize_s, 1),
                     "phases": shards.phases,
                     "combine_process_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                    "records": done.summary["records"]["total"],
-                    "duplicates_dropped": done.summary["records"]["duplicates_dropped"],
-                    "gone": done.summary["records"]["gone"],
-                    "output_files": len(done.summary["outputs"]["files"]),
-                    "shards": done.summary["finalize_shards"],
-                    "task_seconds": done.summary["finalize_s"],
+                    "records": done.summary.to_json()["records"]["total"],
+                    "duplicates_dropped": done.summary.to_json()["records"]["duplicates_dropped"],
+                    "gone": done.summary.to_json()["records"]["gone"],
+                    "output_files": len(done.summary.to_json()["outputs"]["files"]),
+                    "shards": done.summary.to_json()["finalize_shards"],
+                    "task_seconds": done.summary.to_json()["finalize_s"],
                 }
                 catalog = run_id
         finally:
@@ -340,9 +340,9 @@ def measure_gets(pages: int, shard_pages: int) -> dict[str, Any]:
                     FileObjects.get, FileObjects.get_range = real_get, real_range  # type: ignore[method-assign]
                 assert done is not None, "the synthetic run did not finalize"
                 total = sum(counts.values())
-                fetched = int(done.summary["pages"]["fetched"])
+                fetched = int(done.summary.to_json()["pages"]["fetched"])
                 found["first" if night == 1 else "nightly"] = {
-                    "shards": done.summary["finalize_shards"],
+                    "shards": done.summary.to_json()["finalize_shards"],
                     "fetched": fetched,
                     "gets": total,
                     "by_kind": {k: counts[k] for k in GETS_KINDS if counts[k]},

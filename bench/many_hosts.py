@@ -182,7 +182,7 @@ def measure(
     ideal = hosts * cap / (latency_ms / 1000)
     who = f"sluice run, {workers} workers" + (f" in {processes} processes" if processes > 1 else "")
     who += "" if pack else ", packing off"
-    return _row(who, run.summary["pages"]["fetched"], elapsed, ideal, sites.close(), per_batch)
+    return _row(who, run.summary.to_json()["pages"]["fetched"], elapsed, ideal, sites.close(), per_batch)
 
 
 def write_doc(results: list[dict[str, Any]], setup: dict[str, Any], command: str) -> None:

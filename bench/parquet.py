@@ -118,8 +118,8 @@ def main() -> None:
         objects = state / "objects" / "runs" / "crawl=demo-books"
         sizes = {
             r.run_id: {
-                "records": r.summary["records"]["total"],
-                "pages": r.summary["pages"]["fetched"] + r.summary["pages"]["not_modified"],
+                "records": r.summary.to_json()["records"]["total"],
+                "pages": r.summary.to_json()["pages"]["fetched"] + r.summary.to_json()["pages"]["not_modified"],
                 "jsonl_bytes": _folder_bytes(objects / f"run={r.run_id}", "records/part-*.jsonl"),
                 "parquet_bytes": _folder_bytes(objects / f"run={r.run_id}", "parquet/records.parquet"),
                 "run_seconds": round(seconds, 1),

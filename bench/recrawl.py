@@ -104,15 +104,15 @@ def _play(
             stale = {i for i, price in output.items() if price != truth[i]}
             for book_id in [i for i in since if i not in stale]:
                 late[night - since.pop(book_id)] += 1
-            pages = run.summary["pages"]
+            pages = run.summary.to_json()["pages"]
             nights.append(
                 {
                     "night": night,
                     "asked": asked,
-                    "records": run.summary["records"]["total"],
+                    "records": run.summary.to_json()["records"]["total"],
                     "stale": len(stale),
                     "not_due": pages["not_due"],
-                    "healthy": run.summary["verdict"]["healthy"],
+                    "healthy": run.summary.to_json()["verdict"]["healthy"],
                 }
             )
         return {"nights": nights, "late": dict(sorted(late.items())), "uncaught": len(since)}

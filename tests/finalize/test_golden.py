@@ -68,4 +68,4 @@ def test_the_golden_runs_hold_what_the_comparison_needs() -> None:
     assert first["pages"]["skipped"] > 0
     assert nightly["pages"]["not_modified"] > 0  # reused from the first run's output
     assert nightly["records"]["gone"] > 0  # records of the first run's output this run lacks
-    assert nightly["records"]["carried_missing"] > 0  # partial blocks are not carried
+    assert nightly["records"]["reused_missing"] > 0  # partial blocks are not reused

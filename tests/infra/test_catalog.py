@@ -176,7 +176,7 @@ def test_a_real_runs_output_is_what_the_table_reads(every_crawl: tuple[dict[str,
         specs.mkdir()
         (specs / "demo-books.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
         run = LocalFleet(specs, tmp_path / "state", workers=1, allow_loopback=True).run(parse_spec(data))
-    assert run.summary["records"]["total"] == 60
+    assert run.summary.to_json()["records"]["total"] == 60
     objects = tmp_path / "state" / "objects"
     parts = sorted((objects / records_prefix(DEMO.name, run.run_id)).glob("part-*.jsonl"))
     assert parts
@@ -206,7 +206,7 @@ def test_each_page_types_table_reads_what_a_real_run_of_the_typed_demo_wrote(
         specs.mkdir()
         (specs / "demo-types.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
         run = LocalFleet(specs, tmp_path / "state", workers=1, allow_loopback=True).run(parse_spec(data))
-    assert run.summary["records"]["by_type"] == {"book": 40, "listing": 40}
+    assert run.summary.to_json()["records"]["by_type"] == {"book": 40, "listing": 40}
     objects = tmp_path / "state" / "objects"
     for kind in spec.types or {}:
         table = tables[type_table_name(spec.name, kind)]["TableInput"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,12 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from sluice.domain.egress import ProxyTally
-from sluice.domain.runs import RunState
-from sluice.domain.tally import RunTally
+from sluice.domain.summary import Cost, PageCounts, ProxySummary, RecordCounts, RunSummary
 from sluice.domain.verdict import RunCounts, judge
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
 from sluice.pipeline.columnar import emit_copy_failed
-from sluice.pipeline.finalize import emit_metrics
-from sluice.pipeline.output import OutputSummary
+from sluice.pipeline.finalize_summary import verdict_summary
+from sluice.pipeline.run_metrics import emit_metrics
 from sluice.pipeline.schedules import ScheduleCheck, emit_missing_runs
 from sluice.spec import Alerts
 
@@ -62,24 +61,29 @@ def test_cdk_nag_is_active_and_fails_synth_on_a_finding() -> None:
         app.synth()
 
 
-def _emitted(capsys: pytest.CaptureFixture[str], proxies: dict[str, ProxyTally] | None = None) -> dict[str, Any]:
+def _emitted(capsys: pytest.CaptureFixture[str], proxies: dict[str, ProxySummary] | None = None) -> dict[str, Any]:
     counts = RunCounts(fetched=40, not_modified=10, failed=0, records=1000, items=1000)
     verdict = judge(counts, previous_records=900, alerts=Alerts())
-    run = RunState(
+    summary = RunSummary(
         crawl="demo-books",
         run_id="20261129T210000Z-abcdef",
-        status="finalizing",
+        status="finished",
         started_at="2026-11-29T21:00:00+00:00",
-        deadline="2026-11-30T09:00:00+00:00",
+        finalized_at="2026-11-29T21:30:00+00:00",
         spec_digest="x",
+        catalog_run=None,
+        pages=PageCounts(seeds=50, enqueued=50, fetched=40, not_modified=10),
+        records=RecordCounts(total=1000, new=1000, in_output=1000),
+        verdict=verdict_summary(verdict),
+        cost=Cost(estimated_usd=0.0123, per_million_pages_usd=1.0, fixed_per_run_usd=0.001),
+        proxies=proxies,
     )
-    tally = RunTally(seeds=50, seeds_done=50, fetched=40, not_modified=10, records_new=1000, items=1000)
-    tally.proxies = proxies or {}
-    output = OutputSummary(files=[], records=1000, pages=50, duplicates=0, carried_missing=0, bytes=1, folder="f")
     capsys.readouterr()
-    emit_metrics(run, tally, output, verdict, estimated_usd=0.0123)
+    emit_metrics(summary, now=datetime(2026, 11, 29, 21, 30, tzinfo=UTC).timestamp())
     (document,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     emitted: dict[str, Any] = document
+    assert emitted["RunDuration"] in (1800.0, [1800.0])  # from the summary's start to the clock's now
+    assert emitted["EstimatedCostUSD"] in (0.0123, [0.0123])  # the summary's estimate
     return emitted
 
 
@@ -99,7 +103,7 @@ def test_finalizer_emits_every_run_metric_with_the_crawl_as_only_dimension(capsy
 
 
 def test_a_crawl_with_a_proxy_pool_emits_how_many_proxies_were_ejected(capsys: pytest.CaptureFixture[str]) -> None:
-    pool = {"a": ProxyTally(ejected=True, reason="connect failed"), "b": ProxyTally(pages=40), "c": ProxyTally()}
+    pool = {"a": ProxySummary(ejected=True, reason="connect failed"), "b": ProxySummary(pages=40), "c": ProxySummary()}
     document = _emitted(capsys, pool)
     (directive,) = document["_aws"]["CloudWatchMetrics"]
     assert {"Name": "ProxiesEjected", "Unit": "Count"} in directive["Metrics"]

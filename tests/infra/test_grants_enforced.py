@@ -326,8 +326,8 @@ def test_a_run_that_keeps_its_responses_needs_only_its_archive_put_and_reextract
         )
         done = reextract_run(CRAWL, nightly["run_id"], services)
     assert done.pages == 3
-    assert done.summary["reextracted"]["from_runs"] == [first["run_id"]]
-    assert done.summary["records"]["total"] == 60
+    assert done.summary.to_json()["reextracted"]["from_runs"] == [first["run_id"]]
+    assert done.summary.to_json()["records"]["total"] == 60
 
 
 # -- the Parquet copy (an Athena UNLOAD the finalizer starts; moto records it and runs no SQL) ---------------

@@ -8,7 +8,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,16 @@ def site() -> Iterator[RunningDemoSite]:
         yield running
 
 
+def said_on_stderr(err: str) -> dict[str, list[str]]:
+    """What `sluice run --json` said on stderr, by the line's first word: ``records``, ``summary``, ``note``..."""
+    said: dict[str, list[str]] = {}
+    for line in err.splitlines():
+        name, _, rest = line.partition(" ")
+        if rest.strip():
+            said.setdefault(name, []).append(rest.strip())
+    return said
+
+
 @dataclass
 class LocalCrawls:
     """A specs folder with the demo crawl aimed at the running site, and a state folder `sluice run` fills."""
@@ -85,6 +95,8 @@ class LocalCrawls:
     specs: Path
     state: Path
     sluice: Cli
+    said: dict[str, list[str]] = field(default_factory=dict)
+    """What the last `sluice run --json` said on stderr (:func:`said_on_stderr`)."""
 
     def add_spec(self, name: str, text: str) -> Path:
         path = self.specs / f"{name}.yaml"
@@ -98,12 +110,14 @@ class LocalCrawls:
         self.add_spec(crawl, path.read_text(encoding="utf-8").replace("stop: 50}", f"stop: {pages}}}"))
 
     def run(self, crawl: str = "demo-books") -> dict[str, Any]:
-        """One `sluice run --json` of the crawl; its JSON result (the run's summary in short)."""
+        """One `sluice run --json` of the crawl; its JSON result (the run's summary.json). What the command said on
+        stderr of the run's files and notes is kept in ``said`` (``said["parquet"]``, ``said["note"]``)."""
         spec = self.specs / f"{crawl}.yaml"
         code, out, err = self.sluice(
             "run", str(spec), "--state", str(self.state), "--allow-loopback", "--json", "--workers", "2"
         )
         assert code in (0, 1), err
+        self.said = said_on_stderr(err)
         result: dict[str, Any] = json.loads(out)
         return result
 

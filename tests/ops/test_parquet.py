@@ -34,7 +34,8 @@ def test_a_local_run_writes_parquet_beside_its_json_lines_and_query_counts_equal
     local.shrink(2)
     result = local.run()
     run_id = result["run_id"]
-    folder = Path(result["outputs"]["parquet"])
+    (parquet_folder,) = local.said["parquet"]
+    folder = Path(parquet_folder)
     total = result["records"]["total"]
     assert total > 0
     assert folder.parent == Path(result["outputs"]["records"]).parent
@@ -70,10 +71,10 @@ def test_a_parquet_write_that_fails_is_said_and_the_json_lines_stay_the_output(
     monkeypatch.setattr(parquet, "COMPRESSION", "no_such_codec")
     local.shrink(1)
     result = local.run()
-    assert "parquet" not in result["outputs"]
-    assert len(result["notes"]) == 1
-    assert result["notes"][0].startswith("Parquet not written (")
-    assert result["notes"][0].endswith("): the JSON Lines records are the run's output")
+    assert "parquet" not in local.said
+    (note,) = local.said["note"]
+    assert note.startswith("Parquet not written (")
+    assert note.endswith("): the JSON Lines records are the run's output")
     assert result["verdict"]["healthy"] is True
     sql = _runs_count(result["run_id"])
     assert _count(local, sql) == result["records"]["total"] > 0

@@ -678,7 +678,7 @@ class LocalHarness:
                 "crawl": r.crawl,
                 "run_id": r.run_id,
                 "summary_key": r.summary_key,
-                "healthy": r.summary["verdict"]["healthy"],
+                "healthy": r.summary.healthy,
             }
             for r in results
         ]

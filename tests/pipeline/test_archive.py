@@ -227,8 +227,8 @@ def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
     assert all(pipeline.services.objects.size(key) is not None for key in old)
     nothing = pipeline.spec(_fixed(data))  # price-colour: the site was not redesigned, so no price, no record
     done = reextract_run(spec.name, run_id, pipeline.services, nothing)
-    assert done.summary["records"]["total"] == 0
-    assert done.summary["verdict"]["healthy"] is False
+    assert done.summary.records_total == 0
+    assert done.summary.verdict.healthy is False
     assert pipeline.manifest(spec.name, run_id)["files"] == []
     assert all(pipeline.services.objects.size(key) is None for key in old)
 
@@ -250,11 +250,11 @@ def test_pages_without_an_archived_response_keep_their_records_and_are_named(
     done = reextract_run(spec.name, night2, pipeline.services)
     assert done.pages == len(archived)
     assert done.missing_archive == PAGES - len(archived)
-    section = done.summary["reextracted"]
+    section = done.summary.to_json()["reextracted"]
     named = {m["url"] for m in section["missing_named"]}
     assert named == {r.url for r in results if r.archive is None}
-    assert done.summary["records"]["total"] == BOOKS  # nothing collected is lost
-    assert done.summary["verdict"]["healthy"] is True
+    assert done.summary.to_json()["records"]["total"] == BOOKS  # nothing collected is lost
+    assert done.summary.to_json()["verdict"]["healthy"] is True
 
 
 def test_a_typed_run_is_re_extracted_with_each_pages_type_and_carried_fields(
@@ -272,7 +272,7 @@ def test_a_typed_run_is_re_extracted_with_each_pages_type_and_carried_fields(
     assert after == before
     assert {t for t, *_ in after} == {"listing", "book"}
     assert all(price is not None for _, _, price, _ in after)
-    assert done.summary["records"]["by_type"] == {"book": BOOKS, "listing": BOOKS}
+    assert done.summary.to_json()["records"]["by_type"] == {"book": BOOKS, "listing": BOOKS}
 
 
 def test_an_archive_file_that_is_not_written_fails_its_batch_before_anything_counts(
@@ -342,9 +342,9 @@ def test_a_damaged_archive_leaves_its_pages_their_records_without_the_runs_worki
 
     assert done.missing_archive >= 1  # truncated at a third: the pages whose records it still holds re-extract
     assert done.pages + done.missing_archive == PAGES
-    reasons = [m["reason"] for m in done.summary["reextracted"]["missing_named"]]
+    reasons = [m["reason"] for m in done.summary.to_json()["reextracted"]["missing_named"]]
     assert len(reasons) == done.missing_archive
     assert all(r.startswith("archive record unreadable: ") for r in reasons), reasons
-    assert done.summary["reextracted"]["records_lost"] == 0
+    assert done.summary.to_json()["reextracted"]["records_lost"] == 0
     assert sorted((r["_key"], r["price"]) for r in pipeline.records(spec.name, run_id)) == before
-    assert done.summary["records"]["total"] == BOOKS
+    assert done.summary.to_json()["records"]["total"] == BOOKS

@@ -87,8 +87,8 @@ def test_eight_fetchers_on_seeds_conflict_nowhere_and_write_no_item_over_100_a_s
     data["politeness"] |= {"concurrency": 4, "concurrency_per_domain": 4}
     run, contention = run_under_contention(tmp_path, data)
 
-    assert run.summary["status"] == "finished"
-    assert run.summary["pages"]["fetched"] == LISTINGS
+    assert run.summary.status == "finished"
+    assert run.summary.pages.fetched == LISTINGS
     keys = output_keys(run)
     assert len(keys) == len(set(keys)) == LISTINGS * 20
     assert contention.conflicts() == {}
@@ -102,10 +102,10 @@ def test_eight_fetchers_on_a_link_heavy_site_conflict_nowhere_and_write_no_item_
 ) -> None:
     run, contention = run_under_contention(tmp_path, docs_spec(busy_site.base_url))
 
-    pages = run.summary["pages"]
-    assert run.summary["status"] == "finished"
-    assert (pages["seeds"], pages["fetched"], pages["failed"]) == (1, pages["enqueued"], 0)
-    assert pages["enqueued"] > DOCS  # the articles, their section indexes and the index
+    pages = run.summary.pages
+    assert run.summary.status == "finished"
+    assert (pages.seeds, pages.fetched, pages.failed) == (1, pages.enqueued, 0)
+    assert pages.enqueued > DOCS  # the articles, their section indexes and the index
     keys = output_keys(run)
     assert len(keys) == len(set(keys)) == DOCS
     assert contention.conflicts() == {}

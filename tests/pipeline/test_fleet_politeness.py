@@ -60,7 +60,7 @@ both = pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated
 def test_a_per_host_cap_of_4_holds_with_8_workers(tmp_path: Path, books_spec: SpecData, emulate: bool) -> None:
     with running_demo_site(books=100, latency_ms=40) as site:
         run = crawl(tmp_path, copies(books_spec, site.base_url, 48, concurrency_per_domain=4), emulate=emulate)
-        assert run.summary["pages"]["fetched"] == 48
+        assert run.summary.to_json()["pages"]["fetched"] == 48
         # The cap, reached (the host was kept busy) and never passed, by eight workers together.
         assert site.stats.max_in_flight_by_host[HOST] == 4
 
@@ -71,7 +71,7 @@ def test_a_min_delay_holds_across_workers(tmp_path: Path, books_spec: SpecData, 
     with running_demo_site(books=100) as site:
         data = copies(books_spec, site.base_url, 12, concurrency_per_domain=4, min_delay_seconds=delay)
         run = crawl(tmp_path, data, emulate=emulate)
-        assert run.summary["pages"]["fetched"] == 12
+        assert run.summary.to_json()["pages"]["fetched"] == 12
         starts = [r.at for r in site.stats.records() if r.path != "/robots.txt"]
         assert len(starts) == 12
         # Request starts as the site saw them, spaced by the delay across batches and workers. The
@@ -93,7 +93,7 @@ def test_a_429_storm_with_retry_after_pauses_every_worker(
     data = books_spec(CRAWL, site.base_url, pages=5, max_depth=0, retry_times=3)  # five paths, faults are per path
     data["politeness"] |= {"concurrency": 16, "concurrency_per_domain": 2}
     run = crawl(tmp_path, data, emulate=emulate)
-    assert run.summary["pages"]["fetched"] == 5
+    assert run.summary.to_json()["pages"]["fetched"] == 5
     log = [r for r in site.stats.records() if r.path != "/robots.txt"]
     throttled = [r for r in log if r.status == 429]
     assert len(throttled) == 5  # each page once
@@ -101,7 +101,7 @@ def test_a_429_storm_with_retry_after_pauses_every_worker(
         # The one other request in flight (cap 2) may arrive after it; none sent after it, before the pause ends.
         sent_after = [r for r in log if answer.seq + 1 < r.seq and answer.at < r.at < answer.at + pause - 0.01]
         assert sent_after == []
-    assert run.summary["verdict"]["healthy"] is True  # obeyed throttling is no block
+    assert run.summary.to_json()["verdict"]["healthy"] is True  # obeyed throttling is no block
 
 
 def test_latency_rising_under_load_lowers_concurrency(tmp_path: Path, books_spec: SpecData) -> None:
@@ -112,7 +112,7 @@ def test_latency_rising_under_load_lowers_concurrency(tmp_path: Path, books_spec
             data = copies(books_spec, site.base_url, 120, concurrency_per_domain=12, adaptive=adaptive)
             data["name"] = f"adaptive-{str(adaptive).lower()}"
             run = crawl(tmp_path, data, emulate=False, workers=2, config=DEFAULT)  # batches of up to 100 URLs
-            assert run.summary["pages"]["fetched"] == 120
+            assert run.summary.to_json()["pages"]["fetched"] == 120
             late = [r.concurrent for r in site.stats.records() if r.path != "/robots.txt"][60:]
             seen[adaptive] = sum(late) / len(late)
     assert seen[False] > 8  # the fixed cap keeps 12 in flight, each slower than the last
@@ -130,16 +130,16 @@ def test_a_host_turning_to_403_trips_the_breaker_and_the_verdict_names_it(
         data["alerts"]["max_error_rate"] = 1.0  # the error rate is not what must catch it
         run = crawl(tmp_path, data, emulate=emulate)
         host = f"{HOST}:{site.port}"
-        pages = run.summary["pages"]
+        pages = run.summary.to_json()["pages"]
         refused = [r for r in site.stats.records() if r.status == 403]
         assert len(refused) <= 5 + 2  # the five the breaker judged, and the ones in flight when it tripped
         assert pages["skipped"] >= 60 - 10 - len(refused)
         assert pages["fetched"] + pages["failed"] + pages["skipped"] == 60
-        [(blocked, said)] = run.summary["blocked_hosts"].items()
+        [(blocked, said)] = run.summary.to_json()["blocked_hosts"].items()
         assert blocked == host
         assert said["urls_skipped"] == pages["skipped"]
         assert "5 of 5 answers (100%)" in said["reason"]
-        verdict = run.summary["verdict"]
+        verdict = run.summary.to_json()["verdict"]
         assert verdict["healthy"] is False
         [check] = [a for a in verdict["alerts"] if a["check"] == "blocked"]
         assert host in check["message"]

@@ -27,9 +27,34 @@ BOOKS = 100
 
 
 def sluice_run(spec: Path, state: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = sluice_run_said(spec, state, capsys, *extra)
+    return code, out
+
+
+def sluice_run_said(
+    spec: Path, state: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """The exit code, the one JSON object on stdout, and what stderr said of the run's files (``summary PATH``)."""
     code = main(["run", str(spec), "--allow-loopback", "--state", str(state), "--json", "--workers", "2", *extra])
     captured = capsys.readouterr()
-    return code, json.loads(captured.out)
+    said = {}
+    for line in captured.err.splitlines():
+        name, _, where = line.partition(" ")
+        if name in ("records", "summary", "logs", "parquet") and where.strip():
+            said[name] = where.strip()
+    return code, json.loads(captured.out), said
+
+
+PAGE_KEYS = ("fetched", "not_modified", "failed", "skipped")
+RECORD_KEYS = ("total", "new", "changed", "unchanged")
+
+
+def pages_of(out: dict[str, Any]) -> dict[str, int]:
+    return {k: out["pages"][k] for k in PAGE_KEYS}
+
+
+def records_of(out: dict[str, Any]) -> dict[str, int]:
+    return {k: out["records"][k] for k in RECORD_KEYS}
 
 
 def output_lines(out: dict[str, Any]) -> list[dict[str, Any]]:
@@ -39,20 +64,44 @@ def output_lines(out: dict[str, Any]) -> list[dict[str, Any]]:
     return [json.loads(line) for file in sorted(folder.glob("*.jsonl")) for line in file.read_text().splitlines()]
 
 
-def assert_shape(out: dict[str, Any]) -> None:
-    assert {"crawl", "run_id", "status", "pages", "records", "dead_letters", "verdict", "outputs"} <= set(out)
-    assert set(out["pages"]) == {"fetched", "not_modified", "failed", "skipped"}
-    assert set(out["records"]) == {"total", "new", "changed", "unchanged"}
-    assert set(out["verdict"]) == {"healthy", "alerts"}
+def stored_summary(state: Path, run_id: str) -> dict[str, Any]:
+    """The run's summary.json, as the finalizer stored it in the state folder."""
+    (path,) = state.rglob(f"run={run_id}/summary.json")
+    stored: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return stored
+
+
+def assert_shape(out: dict[str, Any], state: Path) -> None:
+    assert out == stored_summary(state, out["run_id"])
     assert out["crawl"] == CRAWL
     assert out["status"] == "finished"
-    assert out["dead_letters"] == 0
-    for name in ("summary", "manifest", "logs"):
-        assert Path(out["outputs"][name]).is_file()
     lines = output_lines(out)
     assert len(lines) == out["records"]["total"]
     assert len({line["_key"] for line in lines}) == len(lines)
-    assert json.loads(Path(out["outputs"]["summary"]).read_text(encoding="utf-8"))["run_id"] == out["run_id"]
+
+
+def test_sluice_run_json_prints_the_runs_summary_json_whole(
+    tmp_path: Path, site: RunningDemoSite, books_spec: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script reading `sluice run --json` sees what summary.json says: that max_pages cut the crawl short, every
+    check, the limits, the cost; and what only the command knows (where the files are) is said on stderr."""
+    data = books_spec(CRAWL, site.base_url, pages=3, urls=["/no-such-page.html"], max_depth=2, max_pages=5)
+    spec = tmp_path / "crawls" / f"{CRAWL}.yaml"
+    spec.parent.mkdir()
+    spec.write_text(yaml.safe_dump(data), encoding="utf-8")
+    state = tmp_path / "state"
+
+    code, out, said = sluice_run_said(spec, state, capsys)
+
+    stored = stored_summary(state, out["run_id"])
+    assert out == stored
+    assert stored["limits"]["max_pages"]["links_left"] > 0  # the cut is in both, not only in the file
+    assert {c["check"] for c in out["verdict"]["checks"]} >= {"finished", "truncated", "error_rate"}
+    assert out["pages"]["failed"] == 1
+    assert {"cost", "blocked_hosts", "skips", "rejected", "egress", "finalize_shards"} <= set(out)
+    assert code == 1  # the missing page fails the error rate ceiling: unhealthy, as the summary says
+    assert json.loads(Path(said["summary"]).read_text()) == out
+    assert Path(said["records"]).is_dir()
 
 
 def test_sluice_run_json_keeps_state_between_runs_and_fails_on_an_unhealthy_verdict(
@@ -68,29 +117,29 @@ def test_sluice_run_json_keeps_state_between_runs_and_fails_on_an_unhealthy_verd
 
     code, first = sluice_run(spec, state, capsys)
     assert code == 0
-    assert_shape(first)
-    assert first["pages"] == {"fetched": PAGES, "not_modified": 0, "failed": 0, "skipped": 0}
-    assert first["records"] == {"total": BOOKS, "new": BOOKS, "changed": 0, "unchanged": 0}
-    assert first["verdict"] == {"healthy": True, "alerts": []}
+    assert_shape(first, state)
+    assert pages_of(first) == {"fetched": PAGES, "not_modified": 0, "failed": 0, "skipped": 0}
+    assert records_of(first) == {"total": BOOKS, "new": BOOKS, "changed": 0, "unchanged": 0}
+    assert (first["verdict"]["healthy"], first["verdict"]["alerts"]) == (True, [])
     assert all(r.if_none_match is None for p in listings for r in site.stats.records(p))
 
     site.stats.reset()
     code, second = sluice_run(spec, state, capsys)
     assert code == 0
-    assert_shape(second)
+    assert_shape(second, state)
     assert second["run_id"] > first["run_id"]
     # The state folder carried the validators: every page was asked "changed since?" and answered 304.
     assert [len(site.stats.records(p)) for p in listings] == [1] * PAGES
     assert all(site.stats.records(p)[0].if_none_match for p in listings)
     assert all(site.stats.records(p)[0].status == 304 for p in listings)
-    assert second["pages"] == {"fetched": 0, "not_modified": PAGES, "failed": 0, "skipped": 0}
-    assert second["records"] == {"total": BOOKS, "new": 0, "changed": 0, "unchanged": BOOKS}
+    assert pages_of(second) == {"fetched": 0, "not_modified": PAGES, "failed": 0, "skipped": 0}
+    assert records_of(second) == {"total": BOOKS, "new": 0, "changed": 0, "unchanged": BOOKS}
     assert second["previous_run"] == {"run_id": first["run_id"], "records": BOOKS}
 
     site.set_catalogue(books=BOOKS, broken_selector=True)
     code, third = sluice_run(spec, state, capsys)
     assert code == 1
-    assert_shape(third)
+    assert_shape(third, state)
     assert third["verdict"]["healthy"] is False
     assert "record_count_drop" in {a["check"] for a in third["verdict"]["alerts"]}
     assert third["records"]["total"] == 0
@@ -105,15 +154,18 @@ def test_sluice_run_emulating_aws_gives_the_same_run(
     spec.write_text(yaml.safe_dump(books_spec(CRAWL, site.base_url)), encoding="utf-8")
     state = tmp_path / "state"
 
-    code, local = sluice_run(spec, state, capsys)
-    code_aws, aws = sluice_run(spec, state, capsys, "--emulate-aws")
+    code, local, _ = sluice_run_said(spec, state, capsys)
+    code_aws, aws, said = sluice_run_said(spec, state, capsys, "--emulate-aws")
 
     assert (code, code_aws) == (0, 0)
-    assert_shape(aws)
-    assert aws["pages"] == local["pages"] == {"fetched": PAGES, "not_modified": 0, "failed": 0, "skipped": 0}
+    assert aws == stored_summary(state / "moto", aws["run_id"])
+    assert pages_of(aws) == pages_of(local) == {"fetched": PAGES, "not_modified": 0, "failed": 0, "skipped": 0}
     assert aws["records"] == local["records"]
-    assert sorted(r["_key"] for r in output_lines(aws)) == sorted(r["_key"] for r in output_lines(local))
-    assert Path(aws["outputs"]["summary"]).is_relative_to(state / "moto")
+    aws_lines = [
+        json.loads(line) for f in sorted(Path(said["records"]).glob("*.jsonl")) for line in f.read_text().splitlines()
+    ]
+    assert sorted(r["_key"] for r in aws_lines) == sorted(r["_key"] for r in output_lines(local))
+    assert Path(said["summary"]).is_relative_to(state / "moto")
 
 
 @pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
@@ -137,7 +189,7 @@ def test_the_progress_bar_ends_on_the_summarys_counts_when_the_site_is_down(
     else:
         fleet = LocalFleet(crawls, tmp_path / "state", workers=1, allow_loopback=True, config=once)
         run = fleet.run(spec, progress=views.append)
-    assert run.summary["pages"]["failed"] == 1
+    assert run.summary.pages.failed == 1
     assert views[-1] == RunView(done=1, enqueued=1, records=0, failed=1)
 
 
@@ -159,7 +211,7 @@ def test_robots_txt_is_asked_once_per_run_however_many_fetchers(
         run = EmulatedRunner(crawls, tmp_path / "moto", workers=4, allow_loopback=True, config=one_each).run(spec)
     else:
         run = LocalFleet(crawls, tmp_path / "state", workers=4, allow_loopback=True, config=one_each).run(spec)
-    assert run.summary["pages"]["fetched"] == 40
+    assert run.summary.pages.fetched == 40
     assert site.stats.count("/robots.txt") == 1
 
 

@@ -69,10 +69,12 @@ def test_sluice_run_reads_the_secrets_from_the_environment(
     spec = write_members_spec(tmp_path / "crawls", books_spec, site.base_url)
     flags = ["--emulate-aws"] if emulate else []
     code = main(["run", str(spec), "--allow-loopback", "--state", str(tmp_path / "state"), "--json", *flags])
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert code == 0, out
     assert (out["pages"]["fetched"], out["pages"]["failed"], out["records"]["total"]) == (4, 0, 80)
-    logs = Path(out["outputs"]["logs"]).read_text(encoding="utf-8")
+    (where,) = [line.removeprefix("logs").strip() for line in captured.err.splitlines() if line.startswith("logs ")]
+    logs = Path(where).read_text(encoding="utf-8")
     assert "batch done" in logs
     assert DEMO_TOKEN not in logs
     assert DEMO_LOGIN[1] not in logs

@@ -11,6 +11,7 @@ import pytest
 
 from sluice.domain.layout import part_key, records_prefix
 from sluice.domain.pages import PageResult, PartBlock
+from sluice.domain.summary import RunSummary
 from sluice.messages import UrlTask
 from sluice.pipeline.carried import MapCache, by_link, refresh
 from sluice.pipeline.links import parent_id
@@ -165,7 +166,8 @@ def test_each_type_is_counted_and_judged_on_its_own(
         "carry_dropped": {},
     }
     assert summary["types"]["listing"]["record_count_ratio"] == 1.0
-    text = as_text(LocalRun(CRAWL, second, summary, [], {"records": "records/", "summary": "summary.json"}))
+    stored = RunSummary.from_json(summary)
+    text = as_text(LocalRun(CRAWL, second, stored, [], {"records": "records/", "summary": "summary.json"}))
     book_line = (
         f"  type book: {BOOKS} page(s), 0 records (new 0, changed 0), previous run {BOOKS}; name missing in 100%"
     )

@@ -198,14 +198,15 @@ def test_sluice_run_on_either_runner_takes_a_clock_and_says_how_many_pages_the_s
         asked.append(sum(pages_asked(site).values()))
 
     assert asked == [PAGES, PAGES, 0]
-    assert as_json(run)["pages"] == {
+    pages = as_json(run)["pages"]
+    assert {k: pages[k] for k in ("fetched", "not_modified", "not_due", "failed", "skipped")} == {
         "fetched": 0,
         "not_modified": 0,
         "not_due": PAGES,
         "failed": 0,
         "skipped": 0,
-        "not_due_by": {"sitemap": 0, "schedule": PAGES},
     }
+    assert pages["not_due_by"] == {"sitemap": 0, "schedule": PAGES}
     text = as_text(run)
     assert "  pages    fetched 0, not modified 0, not due 5 (schedule 5, sitemap 0), failed 0, skipped 0" in text
     assert f"  records  {RECORDS} (new 0, changed 0, unchanged {RECORDS})" in text

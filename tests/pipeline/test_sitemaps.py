@@ -266,7 +266,14 @@ def test_sluice_run_says_what_the_sitemaps_gave_and_how_many_pages_were_not_due(
 
     assert main([*run, "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
-    assert first["pages"] == {"fetched": 105, "not_modified": 0, "not_due": 0, "failed": 0, "skipped": 0}
+    done = ("fetched", "not_modified", "not_due", "failed", "skipped")
+    assert {k: first["pages"][k] for k in done} == {
+        "fetched": 105,
+        "not_modified": 0,
+        "not_due": 0,
+        "failed": 0,
+        "skipped": 0,
+    }
     assert (first["sitemaps"]["urls"], first["sitemaps"]["refused_count"]) == (105, 1)
 
     assert main(run) == 0

@@ -70,7 +70,7 @@ def test_a_run_on_worker_processes_counts_each_page_once_keeps_the_cap_and_write
         stats = site.stats.snapshot(with_log=False)
         pages = [f"/catalogue/page-{n}.html" for n in range(1, LISTINGS + 1)]
         counts = {page: site.stats.count(page) for page in pages}
-    assert run.summary["pages"]["fetched"] == LISTINGS
+    assert run.summary.pages.fetched == LISTINGS
     assert counts == dict.fromkeys(pages, 1)
     keys = _keys(run)
     assert len(keys) == len(set(keys)) == BOOKS
@@ -107,7 +107,7 @@ def test_a_worker_process_that_dies_stops_the_run_and_the_next_command_finishes_
 
     assert run.resumed is not None
     assert run.resumed.startswith(f"resuming run {run.run_id}")
-    assert run.summary["pages"]["fetched"] + run.summary["pages"]["not_modified"] == LISTINGS
+    assert run.summary.pages.fetched + run.summary.pages.not_modified == LISTINGS
     keys = _keys(run)
     assert len(keys) == len(set(keys)) == BOOKS
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from sluice.domain.runs import RunState
+from sluice.domain.summary import RunSummary
 from sluice.spec import parse_spec
 from sluice_tools.ops.history import RunHistory
 from sluice_tools.report.history import crawl_history, run_point
@@ -22,6 +23,7 @@ SPEC = parse_spec(
 
 def _summary(run_id: str, started: str, finished: str, records: int, **extra: Any) -> dict[str, Any]:
     summary: dict[str, Any] = {
+        "crawl": "shop",
         "run_id": run_id,
         "started_at": started,
         "finalized_at": finished,
@@ -50,8 +52,9 @@ class _History:
         started = {i: self.summaries[i]["started_at"] for i in ids}
         return [RunState(crawl, i, "finished", started[i], started[i], "digest") for i in ids]
 
-    def summary(self, run: RunState) -> dict[str, Any] | None:
-        return self.summaries.get(run.run_id)
+    def summary(self, run: RunState) -> RunSummary | None:
+        stored = self.summaries.get(run.run_id)
+        return RunSummary.from_json(stored) if stored is not None else None
 
 
 def _history(summaries: list[dict[str, Any]]) -> RunHistory:
@@ -91,7 +94,7 @@ def test_a_re_extracted_run_keeps_the_alerts_it_raised_when_it_ran() -> None:
     }
     summary = _summary("r", "2026-12-01T00:00:00+00:00", "", 10, reextracted={"before": before})
     summary["finalized_at"] = None
-    point = run_point(summary, 10, 0.8, [])
+    point = run_point(RunSummary.from_json(summary), 10, 0.8, [])
     assert [(a.check, a.when) for a in point.alerts] == [("record_count_drop", "at run time")]
     assert point.records_at_run_time == 0
     assert point.floor == 8.0

@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     from sluice.pipeline.seedfile import SeedFileError
     from sluice_tools.runner.secrets import MissingSecrets
     from sluice_tools.runner.session import StateInUse
-    from sluice_tools.runner.summary import as_json, as_text, progress_bar
+    from sluice_tools.runner.summary import as_json, as_text, local_lines, progress_bar
 
     try:
         spec = load_spec(args.spec, named_after_file=True)
@@ -136,8 +136,13 @@ def _run(args: argparse.Namespace) -> int:
     except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(as_json(run), indent=2) if args.json else as_text(run))
-    return 0 if run.summary["verdict"]["healthy"] else 1
+    if args.json:
+        print(json.dumps(as_json(run), indent=2, sort_keys=True))
+        for line in local_lines(run):
+            say(line.strip())
+    else:
+        print(as_text(run))
+    return 0 if run.summary.healthy else 1
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -208,7 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the real Lambda handlers on embedded AWS (moto) instead of the local store (slower; no resume)",
     )
     run.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
-    run.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run's summary.json as it is stored (dead letters, notes and file paths go to stderr)",
+    )
     run.set_defaults(run=_run)
 
     start = commands.add_parser("start", help="start a run of a deployed crawl now (invokes the scheduler)")

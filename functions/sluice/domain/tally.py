@@ -126,8 +126,8 @@ class RunTally:
     fetched: int = 0
     not_modified: int = 0
     not_due: int = 0
-    """Pages not requested, reused: a sitemap said they had not changed since their last successful fetch,
-    or their recrawl interval had not run out..."""
+    """Pages not requested, their records reused: a sitemap said they had not changed since their last successful
+    fetch, or their recrawl interval had not run out..."""
     not_due_scheduled: int = 0
     """...of which the recrawl schedule's (the rest are the sitemaps')."""
     failed: int = 0

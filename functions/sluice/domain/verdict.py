@@ -35,7 +35,8 @@ class RunCounts:
     fetched: int = 0
     not_modified: int = 0
     not_due: int = 0
-    """Pages not requested because a sitemap said they had not changed: reused, so neither attempted nor failed."""
+    """Pages not requested because a sitemap's lastmod or the recrawl schedule said they were not due: their records
+    are reused from the catalog run, so they were neither attempted nor failed (``RunTally.not_due``)."""
     failed: int = 0
     skipped: int = 0
     records: int = 0

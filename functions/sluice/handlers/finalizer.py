@@ -65,5 +65,5 @@ def _answer(result: Finalized) -> dict[str, Any]:
         "crawl": result.crawl,
         "run_id": result.run_id,
         "summary_key": result.summary_key,
-        "healthy": result.summary["verdict"]["healthy"],
+        "healthy": result.summary.healthy,
     }

@@ -310,7 +310,7 @@ def copy_finished(services: Services, finalized: Sequence[Finalized]) -> list[Co
         return []
     copy, started = services.parquet, []
     for done in finalized:
-        if (done.summary.get("records") or {}).get("total"):
+        if done.summary.records_total:
             spec = services.spec(done.crawl)
             started.append(
                 start_copy(copy.engine, services.objects, spec, copy.bucket, done.run_id, now=services.clock.now())

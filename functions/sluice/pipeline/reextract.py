@@ -32,17 +32,18 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from sluice.domain.errors import Missing
 from sluice.domain.layout import manifest_key, part_key, summary_key
 from sluice.domain.pages import PageResult, PartBlock, Prior, UrlEntry, url_hash, url_number
+from sluice.domain.runs import RunState
+from sluice.domain.summary import BeforeReextraction, MissingArchive, Reextraction, RunSummary
 from sluice.extraction.extract import Record
 from sluice.fetch.outcomes import Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
 from sluice.pipeline.archive import ArchivedResponse, ArchiveUnreadable, read_response
-from sluice.pipeline.finalize import rebuild_output, summary_json
+from sluice.pipeline.finalize import rebuild_output
 from sluice.pipeline.output import output_block
 from sluice.pipeline.page_results import RecordsPart, extract_again
 from sluice.pipeline.services import Services
@@ -64,7 +65,7 @@ class ReextractRefused(ValueError):
 class Reextracted:
     crawl: str
     run_id: str
-    summary: dict[str, Any]
+    summary: RunSummary
     summary_key: str
     pages: int
     """Pages whose records were extracted again from the archive."""
@@ -117,44 +118,17 @@ def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec |
     for entries in _chunks(services.frontier.scan(run_id)):
         _reextract_chunk(services, spec, crawl, run_id, entries, run.catalog_run, tally, in_output)
     old_summary = _summary(services, crawl, run_id)
-    stopped = old_summary.get("stopped") if old_summary else None
+    stopped = old_summary.stopped if old_summary else None
     old_files = _listed_files(services, crawl, run_id)
     rebuilt = rebuild_output(services, replace(run, spec_digest=spec.digest()), spec, stopped=stopped)
     # Output files the old manifest listed and the new one does not (the run has fewer, or other types'):
     # left there, a query of the folder would read their records twice.
     for stale in sorted(old_files - {str(f["key"]) for f in rebuilt.output.files}):
         services.objects.delete(stale)
-    summary = rebuilt.summary
-    if old_summary is not None:
-        # The run's cost and start are what they were: only its records were rebuilt.
-        for kept in ("cost", "finalize_s", "sitemaps", "started_at"):
-            if kept in old_summary:
-                summary[kept] = old_summary[kept]
     seconds = time.monotonic() - started
-    summary["reextracted"] = {
-        "at": summary.pop("finalized_at"),
-        "spec_digest": spec.digest(),
-        "previous_spec_digest": run.spec_digest,
-        "pages": tally.pages,
-        "records": tally.records,
-        "from_runs": sorted(tally.from_runs),
-        "missing_archive": tally.missing,
-        "missing_named": tally.named,
-        "refused": tally.refused,
-        "records_lost": tally.lost,
-        "links_followed": False,
-        "seconds": round(seconds, 3),
-    }
-    if old_summary is not None:
-        # What the run said when it ran: the alerts it raised then stay in its history (`sluice report` marks
-        # them). A second re-extraction keeps the first one's record of it.
-        earlier = (old_summary.get("reextracted") or {}).get("before")
-        summary["reextracted"]["before"] = earlier or {
-            key: old_summary[key] for key in ("verdict", "records", "null_rates") if key in old_summary
-        }
-    summary["finalized_at"] = old_summary.get("finalized_at") if old_summary else summary["reextracted"]["at"]
+    summary = _rebuilt_summary(rebuilt.summary, old_summary, run, spec, tally, seconds)
     key = summary_key(crawl, run_id)
-    services.objects.put(key, summary_json(summary), "application/json")
+    services.objects.put(key, summary.to_bytes(), "application/json")
     verdict, output = rebuilt.verdict, rebuilt.output
     services.ledger.reextracted(
         crawl, run_id, spec_digest=spec.digest(), healthy=verdict.healthy, records=output.records
@@ -173,10 +147,46 @@ def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec |
     return Reextracted(crawl, run_id, summary, key, tally.pages, tally.missing, seconds)
 
 
-def _summary(services: Services, crawl: str, run_id: str) -> dict[str, Any] | None:
+def _rebuilt_summary(
+    rebuilt: RunSummary, old: RunSummary | None, run: RunState, spec: CrawlSpec, tally: _Tally, seconds: float
+) -> RunSummary:
+    """The rebuilt run's summary: its new records and verdict, what the run cost and when it ran as they were,
+    and what re-extraction did (with, the first time, what the run said when it ran)."""
+    section = Reextraction(
+        at=rebuilt.finalized_at or "",
+        spec_digest=spec.digest(),
+        previous_spec_digest=run.spec_digest,
+        pages=tally.pages,
+        records=tally.records,
+        from_runs=tuple(sorted(tally.from_runs)),
+        missing_archive=tally.missing,
+        missing_named=tuple(MissingArchive(m["url"], m["reason"]) for m in tally.named),
+        refused=tally.refused,
+        records_lost=tally.lost,
+        links_followed=False,
+        seconds=round(seconds, 3),
+    )
+    if old is None:
+        return replace(rebuilt, reextracted=section)
+    # What the run said when it ran: the alerts it raised then stay in its history (`sluice report` marks
+    # them). A second re-extraction keeps the first one's record of it.
+    earlier = old.reextracted.before if old.reextracted is not None else None
+    before = earlier or BeforeReextraction(old.verdict, old.records, old.null_rates)
+    # The run's cost and start are what they were: only its records were rebuilt.
+    return replace(
+        rebuilt,
+        cost=old.cost if old.cost is not None else rebuilt.cost,
+        finalize_s=old.finalize_s if old.finalize_s is not None else rebuilt.finalize_s,
+        sitemaps=old.sitemaps if old.sitemaps is not None else rebuilt.sitemaps,
+        started_at=old.started_at or rebuilt.started_at,
+        finalized_at=old.finalized_at,
+        reextracted=replace(section, before=before),
+    )
+
+
+def _summary(services: Services, crawl: str, run_id: str) -> RunSummary | None:
     raw = services.objects.get(summary_key(crawl, run_id))
-    found: dict[str, Any] | None = json.loads(raw) if raw is not None else None
-    return found
+    return RunSummary.from_bytes(raw) if raw is not None else None
 
 
 def _listed_files(services: Services, crawl: str, run_id: str) -> set[str]:

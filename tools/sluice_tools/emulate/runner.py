@@ -12,7 +12,6 @@ is saved to the folder when a run ends. It exists so the AWS path stays runnable
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections import deque
@@ -28,6 +27,7 @@ from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
+from sluice.domain.summary import RunSummary
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.seedfile import upload_seed_file
@@ -144,9 +144,8 @@ class EmulatedRunner:
         raw = services.objects.get(key)
         if raw is None:
             raise RuntimeError(f"run {run_id} ended without a summary at {key}")
-        summary = json.loads(raw)
+        summary = RunSummary.from_bytes(raw)
         dead = self._dead_letters()
-        summary["dead_letters"] = len(dead)
         outputs = {
             "records": str(state.object_path(self.state_dir, records_prefix(spec.name, run_id))),
             "manifest": str(state.object_path(self.state_dir, manifest_key(spec.name, run_id))),

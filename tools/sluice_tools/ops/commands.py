@@ -146,8 +146,8 @@ def reextract(args: argparse.Namespace) -> int:
         return _fail("reextract", f"refused: {exc}")
     except (NoSuchRun, StageUnreachable, SpecError) as exc:
         return _fail("reextract", exc)
-    print(json.dumps(done.summary, indent=2) if args.json else report(done))
-    return 0 if done.summary["verdict"]["healthy"] else 1
+    print(json.dumps(done.summary.to_json(), indent=2, sort_keys=True) if args.json else report(done))
+    return 0 if done.summary.healthy else 1
 
 
 def _where(parser: argparse.ArgumentParser, *, specs: bool = True) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from sluice.adapters.aws.clients import client
 from sluice.adapters.aws.frontier import DynamoFrontier
@@ -18,6 +18,7 @@ from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
 from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, parquet_prefix, summary_key
 from sluice.domain.runs import Progress, RunState
+from sluice.domain.summary import RunSummary
 from sluice.pipeline.columnar import describe, read_state
 from sluice.spec import spec_files
 from sluice_tools.ops.query import PARQUET_DONE
@@ -40,7 +41,7 @@ class RunHistory(Protocol):
 
     def find_run(self, run_id: str) -> RunState | None: ...
 
-    def summary(self, run: RunState) -> dict[str, Any] | None: ...
+    def summary(self, run: RunState) -> RunSummary | None: ...
 
     def location(self, key: str) -> str: ...
 
@@ -80,9 +81,9 @@ class LocalHistory:
     def find_run(self, run_id: str) -> RunState | None:
         return self.store.ledger.find_run(run_id)
 
-    def summary(self, run: RunState) -> dict[str, Any] | None:
+    def summary(self, run: RunState) -> RunSummary | None:
         raw = self.store.objects.get(summary_key(run.crawl, run.run_id))
-        return json.loads(raw) if raw is not None else None
+        return RunSummary.from_bytes(raw) if raw is not None else None
 
     def location(self, key: str) -> str:
         return self.store.objects.location(key)
@@ -149,10 +150,10 @@ class StageHistory:
                     return run
         return None
 
-    def summary(self, run: RunState) -> dict[str, Any] | None:
+    def summary(self, run: RunState) -> RunSummary | None:
         with aws_errors(self.stage.name, f"read the summary of run {run.run_id}"):
             raw = self.objects.get(summary_key(run.crawl, run.run_id))
-        return json.loads(raw) if raw is not None else None
+        return RunSummary.from_bytes(raw) if raw is not None else None
 
     def location(self, key: str) -> str:
         return self.objects.location(key)

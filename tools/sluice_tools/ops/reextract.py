@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from pathlib import Path
-from typing import Any
 
 from sluice.adapters.aws.athena import AthenaQueries
 from sluice.adapters.aws.clients import client
@@ -25,6 +24,7 @@ from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
 from sluice.domain.clock import SYSTEM_CLOCK
 from sluice.domain.layout import parquet_prefix
+from sluice.domain.summary import RecordCounts, Reextraction
 from sluice.pipeline.columnar import CopyState, start_copy
 from sluice.pipeline.reextract import Reextracted, reextract_run
 from sluice.pipeline.services import Services, Tuning
@@ -93,7 +93,7 @@ def reextract_stage(stage: Stage, run_id: str, spec_path: Path | None, specs_dir
             continue_start=_never,
         )
         done = reextract_run(run.crawl, run_id, services, spec)
-        if done.summary["records"]["total"]:
+        if done.summary.records_total:
             copy_again(stage, spec, run_id)
         return done
 
@@ -114,25 +114,26 @@ def copy_again(stage: Stage, spec: CrawlSpec, run_id: str) -> CopyState:
 
 def report(done: Reextracted) -> str:
     """What a person reads: what was rebuilt, from where, what is missing, and the verdict now."""
-    summary: dict[str, Any] = done.summary
-    section, verdict = summary["reextracted"], summary["verdict"]
-    alerts = ", ".join(a["check"] for a in verdict["alerts"])
+    summary = done.summary
+    section = summary.reextracted or Reextraction(at="", spec_digest="")
+    records, verdict = summary.records or RecordCounts(), summary.verdict
+    alerts = ", ".join(a.check for a in verdict.alerts)
     lines = [
-        f"run {done.run_id} of {done.crawl}: {section['pages']} page(s) re-extracted from the archive "
-        f"(responses of run(s) {', '.join(section['from_runs']) or 'none'}) in {done.seconds:.1f} s, "
+        f"run {done.run_id} of {done.crawl}: {section.pages} page(s) re-extracted from the archive "
+        f"(responses of run(s) {', '.join(section.from_runs) or 'none'}) in {done.seconds:.1f} s, "
         "no request sent, no link followed",
-        f"  records  {summary['records']['total']} in the output (new {summary['records']['new']}, "
-        f"changed {summary['records']['changed']}, unchanged {summary['records']['unchanged']})",
-        f"  verdict  {'healthy' if verdict['healthy'] else f'UNHEALTHY ({alerts})'}",
-        f"  spec     {section['previous_spec_digest']} -> {section['spec_digest']} (the next run reuses them)",
+        f"  records  {records.total} in the output (new {records.new}, "
+        f"changed {records.changed}, unchanged {records.unchanged})",
+        f"  verdict  {'healthy' if verdict.healthy else f'UNHEALTHY ({alerts})'}",
+        f"  spec     {section.previous_spec_digest} -> {section.spec_digest} (the next run reuses them)",
     ]
-    if section["missing_archive"]:
-        named = "; ".join(f"{m['url']}: {m['reason']}" for m in section["missing_named"][:3])
+    if section.missing_archive:
+        named = "; ".join(f"{m.url}: {m.reason}" for m in section.missing_named[:3])
         lines.append(
-            f"  missing  {section['missing_archive']} page(s) without an archived response kept their records "
+            f"  missing  {section.missing_archive} page(s) without an archived response kept their records "
             f"(e.g. {named})"
         )
-    if section["refused"]:
-        lines.append(f"  refused  {section['refused']} page(s) extraction refused kept their records")
-    lines.append(f"  output   {summary['outputs']['records']}")
+    if section.refused:
+        lines.append(f"  refused  {section.refused} page(s) extraction refused kept their records")
+    lines.append(f"  output   {summary.outputs.records if summary.outputs is not None else '-'}")
     return "\n".join(lines)

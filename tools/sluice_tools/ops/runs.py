@@ -7,10 +7,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.domain.runs import RunState
+from sluice.domain.summary import PageCounts, RunSummary
 from sluice_tools.ops.history import NoSuchRun, RunHistory
 from sluice_tools.ops.table import as_table
 
-DONE_PAGES = ("fetched", "not_modified", "not_due", "failed", "skipped")
+
+def pages_done(pages: PageCounts) -> int:
+    """Pages done: fetched, not modified, not due, failed or skipped."""
+    return pages.fetched + pages.not_modified + pages.not_due + pages.failed + pages.skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,21 +36,21 @@ class RunRow:
     duration_s: float | None
 
     @classmethod
-    def of(cls, run: RunState, summary: dict[str, Any] | None) -> RunRow:
-        pages = summary["pages"] if summary else None
-        cost = summary.get("cost") if summary else None
+    def of(cls, run: RunState, summary: RunSummary | None) -> RunRow:
+        pages = summary.pages if summary is not None else None
+        cost = summary.cost if summary is not None else None
         end = datetime.fromisoformat(run.finished_at) if run.finished_at else datetime.now(UTC)
         return cls(
             crawl=run.crawl,
             run_id=run.run_id,
             started_at=run.started_at,
-            status=str(summary["status"]) if summary and run.status == "finished" else run.status,
+            status=summary.status if summary is not None and run.status == "finished" else run.status,
             healthy=run.healthy,
-            alerts=[a["check"] for a in summary["verdict"]["alerts"]] if summary else [],
-            pages=sum(int(pages.get(k, 0)) for k in DONE_PAGES) if pages else None,
-            failed=int(pages["failed"]) if pages else None,
-            records=run.records if run.records is not None else (summary["records"]["total"] if summary else None),
-            cost_usd=float(cost["estimated_usd"]) if cost else None,
+            alerts=[a.check for a in summary.verdict.alerts] if summary is not None else [],
+            pages=pages_done(pages) if pages is not None else None,
+            failed=pages.failed if pages is not None else None,
+            records=run.records if run.records is not None else (summary.records_total if summary else None),
+            cost_usd=cost.estimated_usd if cost is not None else None,
             duration_s=(end - datetime.fromisoformat(run.started_at)).total_seconds(),
         )
 

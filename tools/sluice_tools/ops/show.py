@@ -8,6 +8,7 @@ from typing import Any
 
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.domain.runs import RunState
+from sluice.domain.summary import RunSummary
 from sluice_tools.ops.history import RunHistory
 from sluice_tools.ops.runs import RunRow, duration
 from sluice_tools.runner.session import LocalRun
@@ -19,7 +20,7 @@ class RunReport:
     """Everything ``sluice show`` says of a run."""
 
     run: RunState
-    summary: dict[str, Any] | None
+    summary: RunSummary | None
     outputs: dict[str, str]
     dead_letters: int | None
     """The run's messages in the dead-letter queue (known locally; on AWS the queue is shared, see redrive)."""
@@ -29,7 +30,7 @@ class RunReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "run": asdict(self.run),
-            "summary": self.summary,
+            "summary": self.summary.to_json() if self.summary is not None else None,
             "outputs": self.outputs,
             "dead_letters": self.dead_letters,
             "progress": self.progress,
@@ -54,7 +55,7 @@ class RunReport:
         dead: list[dict[str, Any]] = [{}] * (self.dead_letters or 0)  # as_text counts them
         lines = as_text(LocalRun(run.crawl, run.run_id, self.summary, dead, dict(self.outputs))).split("\n")
         lines.insert(1, timing)
-        if not any(v > 0 for v in (self.summary.get("null_rates") or {}).values()):
+        if not any(v > 0 for v in self.summary.null_rates.values()):
             lines.insert(4, "  nulls    none: every item had a value for every field")
         return "\n".join(lines)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from sluice.domain.summary import CheckResult, RunSummary
 from sluice.spec import CrawlSpec
 from sluice.spec.columns import field_names
 from sluice_tools.ops.history import RunHistory
@@ -46,7 +46,7 @@ class RunPoint:
     duration_s: float | None
     cost_usd: float | None
     alerts: list[Alert]
-    checks: list[dict[str, Any]]
+    checks: list[CheckResult]
     failures: dict[str, int]
 
     @property
@@ -60,32 +60,38 @@ def _seconds(start: str, end: str | None) -> float | None:
     return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
 
 
-def run_point(summary: dict[str, Any], previous: int | None, floor_share: float | None, fields: list[str]) -> RunPoint:
+def run_point(summary: RunSummary, previous: int | None, floor_share: float | None, fields: list[str]) -> RunPoint:
     """The run a summary describes; ``previous`` is the record count of the run before, ``floor_share`` the spec's
     ``alerts.record_count_floor``, ``fields`` the fields whose null rates are drawn (0 where a summary has none)."""
-    verdict = summary["verdict"]
-    alerts = [Alert(a["check"], a["message"], "now") for a in verdict.get("alerts", [])]
-    before = (summary.get("reextracted") or {}).get("before") or {}
-    if before:
-        alerts += [Alert(a["check"], a["message"], "at run time") for a in before.get("verdict", {}).get("alerts", [])]
-    nulls = summary.get("null_rates", {})
-    cost = summary.get("cost") or {}
+    verdict = summary.verdict
+    alerts = [Alert(a.check, a.message, "now") for a in verdict.alerts]
+    before = summary.reextracted.before if summary.reextracted is not None else None
+    if before is not None and before.verdict is not None:
+        alerts += [Alert(a.check, a.message, "at run time") for a in before.verdict.alerts]
+    nulls = summary.null_rates
+    pages = summary.pages
     return RunPoint(
-        run_id=summary["run_id"],
-        started_at=summary["started_at"],
-        healthy=bool(verdict["healthy"]),
-        records=int(summary["records"]["total"]),
-        by_type=dict(summary["records"].get("by_type") or {}),
-        records_at_run_time=int(before["records"]["total"]) if "records" in before else None,
+        run_id=summary.run_id,
+        started_at=summary.started_at,
+        healthy=verdict.healthy,
+        records=summary.records_total,
+        by_type=dict(summary.records.by_type or {}) if summary.records is not None else {},
+        records_at_run_time=before.records.total if before is not None and before.records is not None else None,
         floor=previous * floor_share if previous is not None and floor_share is not None else None,
-        pages={k: int(summary["pages"].get(k, 0)) for k in OUTCOMES},
-        error_rate=float(verdict.get("error_rate") or 0.0),
+        pages={
+            "fetched": pages.fetched,
+            "not_modified": pages.not_modified,
+            "not_due": pages.not_due,
+            "failed": pages.failed,
+            "skipped": pages.skipped,
+        },
+        error_rate=verdict.error_rate or 0.0,
         null_rates={name: float(nulls.get(name, 0.0)) for name in (fields or sorted(nulls))},
-        duration_s=_seconds(summary["started_at"], summary.get("finalized_at")),
-        cost_usd=float(cost["estimated_usd"]) if "estimated_usd" in cost else None,
+        duration_s=_seconds(summary.started_at, summary.finalized_at),
+        cost_usd=summary.cost.estimated_usd if summary.cost is not None else None,
         alerts=alerts,
-        checks=list(verdict.get("checks", [])),
-        failures=dict(summary.get("failures") or {}),
+        checks=list(verdict.checks),
+        failures=dict(summary.failures),
     )
 
 
@@ -99,17 +105,16 @@ class CrawlHistory:
 
 def crawl_history(history: RunHistory, crawl: str, last: int, spec: CrawlSpec | None) -> CrawlHistory:
     """The crawl's last ``last`` finished runs, oldest first (runs without a summary yet are left out)."""
-    found = [s for s in (history.summary(run) for run in history.recent_runs(crawl, last)) if s and "verdict" in s]
+    found = [s for s in (history.summary(run) for run in history.recent_runs(crawl, last)) if s is not None]
     # started_at holds whole seconds; a run id starts with its start to the millisecond (domain.runs.new_run_id:
     # the 3 hex digits after the dash), then random digits. Runs started in one millisecond (a set clock) are told
     # apart by when they finished.
-    summaries = sorted(
-        found, key=lambda s: (s["started_at"], str(s["run_id"])[:20], s.get("finalized_at") or "", str(s["run_id"]))
-    )
+    summaries = sorted(found, key=lambda s: (s.started_at, s.run_id[:20], s.finalized_at or "", s.run_id))
     floor = spec.alerts.record_count_floor if spec is not None else None
     fields = field_names(spec) if spec is not None else []
     points = []
     for summary in summaries:
-        previous = (summary.get("previous_run") or {}).get("records")  # what the record-count check compared with
+        # what the record-count check compared with
+        previous = summary.previous_run.records if summary.previous_run is not None else None
         points.append(run_point(summary, previous, floor, fields))
     return CrawlHistory(crawl, points, spec.alerts.max_error_rate if spec is not None else None)

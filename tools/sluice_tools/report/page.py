@@ -31,8 +31,8 @@ def _run_section(run: RunPoint, index: int) -> str:
     state = "healthy" if run.healthy else "unhealthy"
     pages = "".join(f"<tr><th>{escape(k)}</th><td>{v:,}</td></tr>" for k, v in run.pages.items())
     checks = "".join(
-        f'<tr><td class="{"ok" if c.get("ok") else "bad"}">{"ok" if c.get("ok") else "FAILED"}</td>'
-        f"<td>{escape(str(c.get('check')))}</td><td>{escape(str(c.get('message')))}</td></tr>"
+        f'<tr><td class="{"ok" if c.ok else "bad"}">{"ok" if c.ok else "FAILED"}</td>'
+        f"<td>{escape(c.check)}</td><td>{escape(c.message)}</td></tr>"
         for c in run.checks
     )
     alerts = "".join(

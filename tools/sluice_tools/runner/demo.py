@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sluice.domain.summary import RecordCounts
 from sluice.pipeline.reextract import Reextracted
 from sluice.spec import load_spec
 from sluice_tools.demosite import running_demo_site
@@ -72,9 +73,9 @@ def run_demo(spec_path: Path, state_dir: Path, *, port: int = 0, say: Callable[[
         done = reextract_local(state_dir, runs[-1].run_id, spec_path, spec_path.parent)
         repair = (done, site.stats.total - before)
         say(report(done) + f"\n  requests to the demo site during the re-extraction: {repair[1]}\n")
-    as_told = [r.summary["verdict"]["healthy"] == n.expect_healthy for r, n in zip(runs, NIGHTS, strict=True)]
+    as_told = [r.summary.healthy == n.expect_healthy for r, n in zip(runs, NIGHTS, strict=True)]
     say(_story(runs, repair))
-    repaired = repair is not None and repair[0].summary["verdict"]["healthy"] and repair[1] == 0
+    repaired = repair is not None and repair[0].summary.healthy and repair[1] == 0
     if all(as_told) and repaired:
         say("Night 3 raised no exception and logged no fetch error: only the run's verdict caught it.")
         say("Night 4 sent the site nothing: the archive held every page night 3 fetched.")
@@ -106,12 +107,12 @@ def _story(runs: list[LocalRun], repair: tuple[Reextracted, int] | None = None) 
     if repair is not None:
         summaries.append(("3*", repair[0].summary))
     for night, summary in summaries:
-        p, r, v = summary["pages"], summary["records"], summary["verdict"]
-        alerts = ", ".join(a["check"] for a in v["alerts"])
-        verdict = "healthy" if v["healthy"] else f"UNHEALTHY ({alerts})"
+        p, r, v = summary.pages, summary.records or RecordCounts(), summary.verdict
+        alerts = ", ".join(a.check for a in v.alerts)
+        verdict = "healthy" if v.healthy else f"UNHEALTHY ({alerts})"
         lines.append(
-            f"{night:<6}{p['fetched']:>9}{p['not_modified']:>6}{r['total']:>9}{r['new']:>6}{r['changed']:>9}"
-            f"{r['unchanged']:>11}  {verdict}"
+            f"{night:<6}{p.fetched:>9}{p.not_modified:>6}{r.total:>9}{r.new:>6}{r.changed:>9}"
+            f"{r.unchanged:>11}  {verdict}"
         )
     if repair is not None:
         done, requests = repair

@@ -14,7 +14,6 @@ state on). Everything is durable after every batch: kill the process at any poin
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import shutil
 import time
@@ -30,11 +29,13 @@ from sluice.adapters.local import LocalStore
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
+from sluice.domain.summary import RunSummary
 from sluice.domain.tally import RunTally
 from sluice.messages import StartEvent
 from sluice.observability import logger
 from sluice.pipeline.container import Container
-from sluice.pipeline.finalize import finalize_run, revive_waiting
+from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.revive import revive_waiting
 from sluice.pipeline.seedfile import upload_seed_file
 from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import StartFailed, start_run
@@ -216,7 +217,7 @@ class LocalFleet:
         if restart:
             closed = finalize_run(spec.name, run.run_id, services, force=True)
             if closed is not None:
-                self.say(f"abandoned run {run.run_id}: finalized as {closed.summary['status']}")
+                self.say(f"abandoned run {run.run_id}: finalized as {closed.summary.status}")
             return None
         # Counted exactly from the run's URLs: the progress hints are hints (a killed batch leaves them off), and
         # "1700 of 100 pages done" counted the pages done against the seeds alone.
@@ -228,9 +229,8 @@ class LocalFleet:
         raw = store.objects.get(key)
         if raw is None:
             raise RuntimeError(f"run {run_id} ended without a summary at {store.objects.location(key)}")
-        summary = json.loads(raw)
+        summary = RunSummary.from_bytes(raw)
         dead = [{"message_id": i, "body": b[:500]} for i, b in store.queue.dead_letters(run_id)]
-        summary["dead_letters"] = len(dead)
         outputs = {
             "records": store.objects.location(records_prefix(spec.name, run_id)),
             "manifest": store.objects.location(manifest_key(spec.name, run_id)),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from sluice.domain.summary import RunSummary
 from sluice.observability import logger
 
 
@@ -23,13 +24,11 @@ class RunView:
     failed: int
 
     @classmethod
-    def final(cls, summary: dict[str, Any]) -> RunView:
+    def final(cls, summary: RunSummary) -> RunView:
         """The run as its summary counted it: what the bar ends on (the in-flight hints can lag the count)."""
-        pages = summary["pages"]
-        done = sum(int(pages.get(k, 0)) for k in ("fetched", "not_modified", "not_due", "failed", "skipped"))
-        return cls(
-            done, max(done, int(pages.get("enqueued", done))), int(summary["records"]["total"]), int(pages["failed"])
-        )
+        pages = summary.pages
+        done = pages.fetched + pages.not_modified + pages.not_due + pages.failed + pages.skipped
+        return cls(done, max(done, pages.enqueued), summary.records_total, pages.failed)
 
 
 Progress = Callable[[RunView], None]
@@ -41,7 +40,7 @@ class LocalRun:
 
     crawl: str
     run_id: str
-    summary: dict[str, Any]
+    summary: RunSummary
     dead_letters: list[dict[str, Any]]
     outputs: dict[str, str]
     resumed: str | None = None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from sluice.domain.summary import PageCounts, RecordCounts, RunSummary, TypeSummary
 from sluice_tools.crawl.summary import limit_lines
 from sluice_tools.runner.session import LocalRun, RunView
 from sluice_tools.runner.session import Progress as ProgressFn
@@ -35,56 +36,24 @@ def progress_bar(crawl: str, *, enabled: bool) -> Iterator[ProgressFn]:
         yield show
 
 
-_PAGES = ("fetched", "not_modified", "not_due", "failed", "skipped")
-"""The pages ``--json`` counts; ``not_due`` only for crawls seeded from sitemaps or with a recrawl schedule, the
-only ones that have it (with a schedule, ``not_due_by`` too: how many each said were not due)."""
-
-
 def as_json(run: LocalRun) -> dict[str, Any]:
-    """The run in the shape `sluice run --json` promises."""
-    s = run.summary
-    return {
-        "crawl": run.crawl,
-        "run_id": run.run_id,
-        "status": s["status"],
-        "pages": _pages(s),
-        "records": {k: s["records"][k] for k in ("total", "new", "changed", "unchanged")},
-        "dead_letters": len(run.dead_letters),
-        "resumed": run.resumed,
-        "verdict": {"healthy": s["verdict"]["healthy"], "alerts": s["verdict"]["alerts"]},
-        "null_rates": s["null_rates"],
-        **({"types": s["types"]} if "types" in s else {}),
-        "failures": s["failures"],
-        "skips": s.get("skips", {}),
-        "rejected": s.get("rejected", {}),
-        "previous_run": s["previous_run"],
-        "sitemaps": s.get("sitemaps"),
-        "cost": s.get("cost"),
-        **{k: s[k] for k in ("egress", "proxies") if k in s},
-        "outputs": run.outputs,
-        "notes": run.notes,
-    }
+    """What `sluice run --json` prints: the run's summary, exactly as ``summary.json`` holds it.
+
+    What only this command knows (dead letters, a resumed run, notes, where the files are) is said on
+    stderr (:func:`local_lines`), so stdout stays one object a script can compare with any run's summary."""
+    return run.summary.to_json()
 
 
-def _pages(summary: dict[str, Any]) -> dict[str, Any]:
-    pages = summary["pages"]
-    due_too = "sitemaps" in summary or "not_due_by" in pages
-    shown: dict[str, Any] = {k: pages.get(k, 0) for k in _PAGES if k != "not_due" or due_too}
-    if "not_due_by" in pages:
-        shown["not_due_by"] = pages["not_due_by"]
-    return shown
-
-
-def _not_due(pages: dict[str, Any]) -> str:
+def _not_due(pages: PageCounts) -> str:
     """``not due N, `` (and by what, with a recrawl schedule), or nothing when no page was."""
-    if not pages.get("not_due"):
+    if not pages.not_due:
         return ""
-    by = pages.get("not_due_by")
-    why = f" (schedule {by['schedule']}, sitemap {by['sitemap']})" if by else ""
-    return f"not due {pages['not_due']}{why}, "
+    by = pages.not_due_by
+    why = f" (schedule {by.schedule}, sitemap {by.sitemap})" if by else ""
+    return f"not due {pages.not_due}{why}, "
 
 
-def sitemap_lines(report: dict[str, Any] | None) -> list[str]:
+def sitemap_lines(report: Mapping[str, Any] | None) -> list[str]:
     """What reading the run's sitemaps found: documents and pages, what was left out, and each refusal."""
     if report is None:
         return ["  sitemaps not read: the run's start stopped before it had read them"]
@@ -106,116 +75,95 @@ def sitemap_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def type_lines(types: dict[str, Any]) -> list[str]:
+def type_lines(types: Mapping[str, TypeSummary]) -> list[str]:
     """A line per page type: its pages and records, against the previous run's, and its fields most missing."""
     lines = []
     for kind, t in types.items():
-        before = f", previous run {t['previous_records']}" if t.get("previous_records") is not None else ""
-        nulls = sorted(((v, k) for k, v in t["null_rates"].items() if v > 0), reverse=True)[:3]
+        before = f", previous run {t.previous_records}" if t.previous_records is not None else ""
+        nulls = sorted(((v, k) for k, v in t.null_rates.items() if v > 0), reverse=True)[:3]
         missing = ("; " + ", ".join(f"{k} missing in {v:.0%}" for v, k in nulls)) if nulls else ""
         lines.append(
-            f"  type {kind}: {t['pages']} page(s), {t['records']} records (new {t['new']}, changed {t['changed']})"
-            f"{before}{missing}"
+            f"  type {kind}: {t.pages} page(s), {t.records} records (new {t.new}, changed {t.changed}){before}{missing}"
         )
-        if t.get("carry_stale"):
-            lines.append(f"           {t['carry_stale']} page(s) kept the last run's carried data (carry_stale)")
-        dropped = t.get("carry_dropped") or {}
-        if dropped:
-            fields = ", ".join(f"{k} {n}" for k, n in sorted(dropped.items(), key=lambda kv: -kv[1])[:5])
+        if t.carry_stale:
+            lines.append(f"           {t.carry_stale} page(s) kept the last run's carried data (carry_stale)")
+        if t.carry_dropped:
+            ranked = sorted(t.carry_dropped.items(), key=lambda kv: -kv[1])[:5]
+            fields = ", ".join(f"{k} {n}" for k, n in ranked)
             lines.append(f"           carried fields left out, over a link's bound (carry_dropped): {fields}")
     return lines
 
 
-def egress_lines(summary: dict[str, Any]) -> list[str]:
+def egress_lines(summary: RunSummary) -> list[str]:
     """The route the run's requests took (direct, the stack's fixed addresses, or proxies by tier), and each
     proxy of a pool: pages, failures, and why it was ejected. Nothing for a summary from before routes were kept."""
-    egress = summary.get("egress")
+    egress = summary.egress
     if egress is None:
         return []
-    match egress["route"]:
+    match egress.route:
         case "fixed":
-            lines = [f"  egress   fixed address: {', '.join(egress['addresses'])}"]
+            lines = [f"  egress   fixed address: {', '.join(egress.addresses or ())}"]
         case "proxies":
-            tiers = ", ".join(f"tier {t} {n} page(s)" for t, n in egress["pages_by_tier"].items())
-            via = f", from {', '.join(egress['via'])}" if egress.get("via") else ""
+            tiers = ", ".join(f"tier {t} {n} page(s)" for t, n in (egress.pages_by_tier or {}).items())
+            via = f", from {', '.join(egress.via)}" if egress.via else ""
             lines = [f"  egress   proxies: {tiers}{via}"]
         case _:
             lines = ["  egress   direct: no fixed address, no proxy"]
-    for name, p in (summary.get("proxies") or {}).items():
-        state = (
-            f", ejected: {p['reason']}" if p["ejected"] else (f", last failure: {p['reason']}" if p["reason"] else "")
-        )
-        lines.append(f"  proxy    {name} (tier {p['tier']}): {p['pages']} page(s), {p['failures']} failure(s){state}")
+    for name, p in (summary.proxies or {}).items():
+        state = f", ejected: {p.reason}" if p.ejected else (f", last failure: {p.reason}" if p.reason else "")
+        lines.append(f"  proxy    {name} (tier {p.tier}): {p.pages} page(s), {p.failures} failure(s){state}")
     return lines
 
 
-def as_text(run: LocalRun) -> str:
-    s = run.summary
-    p, r, v = s["pages"], s["records"], s["verdict"]
-    lines = [f"({run.resumed})"] if run.resumed else []
-    lines += [
-        f"run {run.run_id} of {run.crawl}: {s['status']}, {'HEALTHY' if v['healthy'] else 'UNHEALTHY'}",
-        f"  pages    fetched {p['fetched']}, not modified {p['not_modified']}, "
-        + _not_due(p)
-        + f"failed {p['failed']}, skipped {p['skipped']}",
-        f"  records  {r['total']} (new {r['new']}, changed {r['changed']}, unchanged {r['unchanged']})",
-    ]
-    lines += type_lines(s.get("types") or {})
-    lines += egress_lines(s)
-    limits = s.get("limits")
-    if limits:
-        pages_limit, depth_limit = limits["max_pages"], limits["max_depth"]
-        lines += limit_lines(
-            pages_limit["limit"],
-            pages_limit["links_left"],
-            depth_limit["limit"] if depth_limit["limit"] is not None else pages_limit["limit"],
-            depth_limit["links_left"],
-        )
-    if "sitemaps" in s:
-        lines += sitemap_lines(s["sitemaps"])
-    if p.get("pending"):
-        lines.append(f"  pending  {p['pending']} page(s) never finished")
-    if r.get("duplicates_dropped"):
-        lines.append(f"  output   {r['duplicates_dropped']} record(s) also found on another page written once")
-    if r.get("gone"):
-        lines.append(f"  gone     {r['gone']} of the last run's {r['in_catalog_run']} records are not in this run")
-    if r.get("fallback_keys"):
+def _record_lines(records: RecordCounts) -> list[str]:
+    """What the output left out or could not key, and the catalog run's records this run lacks."""
+    lines = []
+    if records.duplicates_dropped:
+        lines.append(f"  output   {records.duplicates_dropped} record(s) also found on another page written once")
+    if records.gone:
         lines.append(
-            f"  keys     {r['fallback_keys']} record(s) without their key fields, keyed by url or position"
+            f"  gone     {records.gone} of the last run's {records.in_catalog_run} records are not in this run"
+        )
+    if records.fallback_keys:
+        lines.append(
+            f"  keys     {records.fallback_keys} record(s) without their key fields, keyed by url or position"
             " (docs/spec.md: the record key)"
         )
-    if "reextracted" in s:
-        x = s["reextracted"]
-        missing = f", {x['missing_archive']} without an archived response kept theirs" if x["missing_archive"] else ""
-        lines.append(
-            f"  rebuilt  {x['pages']} page(s) re-extracted from the archive at {x['at']} with spec "
-            f"{x['spec_digest']}{missing} (no request, no link followed)"
-        )
-    previous = s.get("previous_run")
-    if previous:
-        lines.append(f"  previous run {previous['run_id']}: {previous['records']} records")
-    nulls = {k: v for k, v in s["null_rates"].items() if v > 0}
+    return lines
+
+
+def _reason_lines(s: RunSummary) -> list[str]:
+    """Null rates, failure and skip reasons, and records dropped for a missing required field."""
+    lines = []
+    nulls = {k: v for k, v in s.null_rates.items() if v > 0}
     if nulls:
         lines.append("  nulls    " + ", ".join(f"{k} missing in {v:.0%} of items" for k, v in nulls.items()))
-    if s["failures"]:
-        lines.append("  failures " + ", ".join(f"{k} x{n}" for k, n in s["failures"].items()))
-    if s.get("skips"):
-        lines.append("  skipped  " + ", ".join(f"{k} x{n}" for k, n in s["skips"].items()))
-        if any("loopback" in reason for reason in s["skips"]):
+    if s.failures:
+        lines.append("  failures " + ", ".join(f"{k} x{n}" for k, n in s.failures.items()))
+    if s.skips:
+        lines.append("  skipped  " + ", ".join(f"{k} x{n}" for k, n in s.skips.items()))
+        if any("loopback" in reason for reason in s.skips):
             lines.append("           (targets on 127.0.0.0/8 need --allow-loopback)")
-    if s.get("rejected"):
-        dropped = ", ".join(f"{field} missing x{n}" for field, n in s["rejected"].items())
+    if s.rejected:
+        dropped = ", ".join(f"{field} missing x{n}" for field, n in s.rejected.items())
         lines.append(f"  dropped  records without a required field: {dropped}")
-    if run.dead_letters:
-        lines.append(f"  dead-letter queue: {len(run.dead_letters)} message(s) (`sluice redrive` moves them back)")
-    for alert in v["alerts"]:
-        lines.append(f"  ALERT {alert['check']}: {alert['message']}")
-    cost = s.get("cost")
-    if cost:
-        lines.append(
-            f"  cost     ~${cost['estimated_usd']:.4f} on AWS: ${cost['per_million_pages_usd']:.2f} per million pages"
-            f" + ${cost['fixed_per_run_usd']:.4f} per run"
-        )
+    return lines
+
+
+def _dead_letter_lines(run: LocalRun) -> list[str]:
+    if not run.dead_letters:
+        return []
+    return [f"  dead-letter queue: {len(run.dead_letters)} message(s) (`sluice redrive` moves them back)"]
+
+
+def local_lines(run: LocalRun) -> list[str]:
+    """What only the command that ran it knows (`sluice run --json` says it on stderr): dead letters, notes, and
+    where the run's files are."""
+    return _dead_letter_lines(run) + _file_lines(run)
+
+
+def _file_lines(run: LocalRun) -> list[str]:
+    lines = []
     lines.append(f"  records  {run.outputs['records']}")
     if "parquet" in run.outputs:
         lines.append(f"  parquet  {run.outputs['parquet']}")
@@ -223,4 +171,54 @@ def as_text(run: LocalRun) -> str:
     lines.extend(f"  note     {note}" for note in run.notes)
     if "logs" in run.outputs:
         lines.append(f"  logs     {run.outputs['logs']}")
+    return lines
+
+
+def as_text(run: LocalRun) -> str:
+    s = run.summary
+    p, v = s.pages, s.verdict
+    r = s.records or RecordCounts()
+    lines = [f"({run.resumed})"] if run.resumed else []
+    lines += [
+        f"run {run.run_id} of {run.crawl}: {s.status}, {'HEALTHY' if v.healthy else 'UNHEALTHY'}",
+        f"  pages    fetched {p.fetched}, not modified {p.not_modified}, "
+        + _not_due(p)
+        + f"failed {p.failed}, skipped {p.skipped}",
+        f"  records  {r.total} (new {r.new}, changed {r.changed}, unchanged {r.unchanged})",
+    ]
+    lines += type_lines(s.types or {})
+    lines += egress_lines(s)
+    if s.limits is not None:
+        pages_limit, depth_limit = s.limits.max_pages, s.limits.max_depth
+        lines += limit_lines(
+            pages_limit.limit or 0,
+            pages_limit.links_left,
+            depth_limit.limit if depth_limit.limit is not None else pages_limit.limit or 0,
+            depth_limit.links_left,
+        )
+    if s.sitemaps is not None:
+        lines += sitemap_lines(s.sitemaps.report)
+    if p.pending:
+        lines.append(f"  pending  {p.pending} page(s) never finished")
+    lines += _record_lines(r)
+    if s.reextracted is not None:
+        x = s.reextracted
+        missing = f", {x.missing_archive} without an archived response kept theirs" if x.missing_archive else ""
+        lines.append(
+            f"  rebuilt  {x.pages} page(s) re-extracted from the archive at {x.at} with spec "
+            f"{x.spec_digest}{missing} (no request, no link followed)"
+        )
+    if s.previous_run is not None:
+        lines.append(f"  previous run {s.previous_run.run_id}: {s.previous_run.records} records")
+    lines += _reason_lines(s)
+    lines += _dead_letter_lines(run)
+    for alert in v.alerts:
+        lines.append(f"  ALERT {alert.check}: {alert.message}")
+    if s.cost is not None:
+        cost = s.cost
+        lines.append(
+            f"  cost     ~${cost.estimated_usd:.4f} on AWS: ${cost.per_million_pages_usd:.2f} per million pages"
+            f" + ${cost.fixed_per_run_usd:.4f} per run"
+        )
+    lines += _file_lines(run)
     return "\n".join(lines)

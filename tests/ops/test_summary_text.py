@@ -1,0 +1,41 @@
+"""What `sluice run` and `sluice show` print of summaries they did not write: a failed run's, an old one's."""
+
+from __future__ import annotations
+
+from tests.domain.test_summary import BEFORE_THE_RENAME
+
+from sluice.domain.runs import RunState
+from sluice.domain.summary import RunSummary
+from sluice_tools.ops.runs import RunRow
+from sluice_tools.runner.session import LocalRun
+from sluice_tools.runner.summary import as_text
+
+FILES = {"records": "records/", "summary": "summary.json"}
+
+
+def test_a_failed_runs_summary_says_why_with_no_counts_to_show() -> None:
+    failed = RunSummary.from_json(
+        {
+            "crawl": "shop",
+            "run_id": "r",
+            "status": "failed",
+            "failed": "finalize shard 1 of 2 (scan) failed 3 times: OSError: disk full",
+            "started_at": "2026-11-01T00:00:00+00:00",
+            "pages": {"seeds": 3},
+            "verdict": {"healthy": False, "alerts": [{"check": "finalize", "message": "disk full"}]},
+        }
+    )
+    text = as_text(LocalRun("shop", "r", failed, [], FILES)).splitlines()
+    assert text[0] == "run r of shop: failed, UNHEALTHY"
+    assert "  records  0 (new 0, changed 0, unchanged 0)" in text
+    assert "  ALERT finalize: disk full" in text
+
+
+def test_a_summary_an_older_version_wrote_is_listed_and_shown() -> None:
+    old = RunSummary.from_json(BEFORE_THE_RENAME)
+    run = RunState("shop", old.run_id, "finished", old.started_at, old.started_at, "d")
+    row = RunRow.of(run, old)
+    assert (row.status, row.pages, row.failed, row.records, row.cost_usd) == ("finished", 3, 0, 40, None)
+    text = as_text(LocalRun("shop", old.run_id, old, [], FILES))
+    assert "  records  40 (new 0, changed 1, unchanged 39)" in text.splitlines()
+    assert "cost" not in text  # an old summary without a cost section says nothing of it
