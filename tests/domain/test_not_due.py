@@ -52,7 +52,7 @@ def test_what_a_listing_carried_round_trips_through_the_stores_plain_form() -> N
         0,
         "seed",
         "fetched",
-        kids_block=PartBlock("p1", 10, 20),
+        carried_block=PartBlock("p1", 10, 20),
         carry_stale=True,
         carry_dropped={"note": 2},
     )

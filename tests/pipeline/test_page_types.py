@@ -271,7 +271,7 @@ def test_a_value_that_changed_on_the_listing_reaches_the_book_seeded_from_the_ca
 
     def by_prefix(run_id: str, prefixes: Any) -> Any:
         found = real(run_id, prefixes)
-        read_back.append(sum(1 for e in found.values() if e.result is not None and e.result.kids))
+        read_back.append(sum(1 for e in found.values() if e.result is not None and e.result.carried_by_link))
         return found
 
     monkeypatch.setattr(frontier, "by_prefix", by_prefix)
@@ -369,9 +369,9 @@ def test_every_link_of_a_long_listing_carries_its_new_price_on_the_second_night(
     assert summary["verdict"]["healthy"] is True, summary["verdict"]["alerts"]
     (listing,) = pipeline.services.frontier.by_prefix(second, [parent_id(data["seeds"][0])]).values()
     assert listing.result is not None
-    assert listing.result.kids is None  # too large for the result: in the part, pointed at
-    assert listing.result.kids_block is not None
-    assert listing.result.kids_block.length in ranged  # the items' batches read the listing's map from its part
+    assert listing.result.carried_by_link is None  # too large for the result: in the part, pointed at
+    assert listing.result.carried_block is not None
+    assert listing.result.carried_block.length in ranged  # the items' batches read the listing's map from its part
 
 
 def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeline: Pipeline) -> None:
@@ -381,10 +381,10 @@ def test_ten_thousand_links_of_one_listing_reach_every_page_they_carry_to(pipeli
     run_id = "20260101T000000Z-carry"
     listing_url = "http://127.0.0.1:1/_test/carry-list/k?n=10000"
     links = [f"http://127.0.0.1:1/_test/carry-item/{i}" for i in range(10_000)]
-    kids = by_link({link: {"price": i + 100} for i, link in enumerate(links)})
+    carried_by_link = by_link({link: {"price": i + 100} for i, link in enumerate(links)})
     part = RecordsPart(part_key("carry-many", run_id, "p1"))
-    result = part.add_records(PageResult(listing_url, 0, "seed", "fetched", kids=kids), [])
-    assert (result.kids, result.kids_block) == (None, PartBlock("p1", 0, len(part.body) - 1))
+    result = part.add_records(PageResult(listing_url, 0, "seed", "fetched", carried_by_link=carried_by_link), [])
+    assert (result.carried_by_link, result.carried_block) == (None, PartBlock("p1", 0, len(part.body) - 1))
     services.objects.put(part.key, bytes(part.body), "application/x-ndjson")
     assert services.frontier.complete(run_id, [result]) == [True]
     tasks = [

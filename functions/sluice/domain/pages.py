@@ -34,10 +34,10 @@ MAX_URL = 2048
 when the spec is checked, longer links are dropped and counted."""
 MAX_REASON = 300
 """Characters of a failure or skip reason a result keeps (a reason can quote a URL a site chose)."""
-MAX_KIDS_BYTES = 16 * 1024
+MAX_CARRIED_INLINE_BYTES = 16 * 1024
 """What a result keeps inline of the data its page carried along its links, as JSON. A larger map (a listing of
 more than about 300 cards carrying a price) goes whole into the batch's part, and the result points at it
-(``kids_block``): no link is left out, and the item stays far inside DynamoDB's 400 KB.
+(``carried_block``): no link is left out, and the item stays far inside DynamoDB's 400 KB.
 16 KB: a listing of 100 cards carrying two fields is about 5 KB."""
 GONE_STATUSES = frozenset({404, 410})
 """A page that answers these leaves the catalog: the next run does not seed it again."""
@@ -195,14 +195,15 @@ class PageResult:
     """What the linking page carried here (merged into the page's records): the next run's task carries it."""
     parent: str | None = None
     """For a page data was carried to: the linking page that carried it (16 hex of its URL hash, as a claim names
-    it), so the next run's task can take that page's data of its run (``kids``)."""
-    kids: Mapping[str, Mapping[str, Any]] | None = None
+    it), so the next run's task can take that page's data of its run (``carried_by_link``)."""
+    carried_by_link: Mapping[str, Mapping[str, Any]] | None = None
     """What this page carried along each of its links, by the linked URL's hash prefix (16 hex, as a claim names
     its parent): a page seeded from the catalog takes its carried fields from here when its linking page was
     extracted earlier in the run, so a value that changed on the listing reaches it. Inline up to
-    :data:`MAX_KIDS_BYTES`; a larger map is in the part, at ``kids_block`` (:mod:`sluice.pipeline.carried`)."""
-    kids_block: PartBlock | None = None
-    """Where the map of ``kids`` is when it is too large to keep inline: one JSON line of the batch's part."""
+    :data:`MAX_CARRIED_INLINE_BYTES`; a larger map is in the part, at ``carried_block``
+    (:mod:`sluice.pipeline.carried`)."""
+    carried_block: PartBlock | None = None
+    """Where ``carried_by_link`` is when it is too large to keep inline: one JSON line of the batch's part."""
     carry_stale: bool = False
     """A page seeded from the catalog with carried data whose linking page could not give this run's (not visited
     yet, failed, its map unreadable): its records keep the catalog's carried values, and the run counts it."""

@@ -141,55 +141,64 @@ def judge(
             else "the run collected 0 records: a run that writes nothing has failed, whatever its exit code",
         ),
     ]
-    ratio: float | None = None
-    if previous_records:
-        ratio = counts.records / previous_records
-        ok = ratio >= alerts.record_count_floor
-        checks.append(
-            Check(
-                "record_count_drop",
-                ok,
-                ratio,
-                alerts.record_count_floor,
-                f"{counts.records} records vs {previous_records} in the previous run "
-                f"(ratio {ratio:.2f}, floor {alerts.record_count_floor:.2f})",
-            )
-        )
-    else:
-        checks.append(Check("record_count_drop", True, None, alerts.record_count_floor, "first run: no previous"))
+    drop, ratio = _record_count_drop(counts, previous_records, alerts)
     rate = counts.error_rate
-    checks.append(
-        Check(
-            "error_rate",
-            rate <= alerts.max_error_rate,
-            rate,
-            alerts.max_error_rate,
-            f"{counts.failed} of {counts.attempted} pages failed "
-            f"(rate {rate:.3f}, ceiling {alerts.max_error_rate:.3f})",
-        )
-    )
+    checks += [drop, _error_rate(counts, alerts)]
     checks.append(_truncated(counts, alerts, follow or Follow()))
     checks.append(_blocked(counts))
     if counts.by_type:
         checks.extend(_carried(counts, alerts))
     if counts.proxy_pool_empty or counts.proxies_ejected:
         checks.append(_proxy_pool(counts))
-    if alerts.max_gone_rate is not None and counts.records_gone is not None and counts.records_before:
-        gone_rate = counts.records_gone / counts.records_before
-        checks.append(
-            Check(
-                "records_gone",
-                gone_rate <= alerts.max_gone_rate,
-                gone_rate,
-                alerts.max_gone_rate,
-                f"{counts.records_gone} of the last run's {counts.records_before} records are gone "
-                f"(rate {gone_rate:.3f}, ceiling {alerts.max_gone_rate:.3f})",
-            )
-        )
+    gone = _records_gone(counts, alerts)
+    if gone is not None:
+        checks.append(gone)
     checks.extend(_per_type(counts, previous_by_type or {}, alerts))
     if not counts.by_type:
         checks.extend(_null_rates(counts.null_rates(), alerts.max_null_rate))
     return Verdict(tuple(checks), ratio, rate)
+
+
+def _record_count_drop(counts: RunCounts, previous_records: int | None, alerts: Alerts) -> tuple[Check, float | None]:
+    """This run's records against the previous run's, and the ratio (None on a first run)."""
+    if not previous_records:
+        return Check("record_count_drop", True, None, alerts.record_count_floor, "first run: no previous"), None
+    ratio = counts.records / previous_records
+    check = Check(
+        "record_count_drop",
+        ratio >= alerts.record_count_floor,
+        ratio,
+        alerts.record_count_floor,
+        f"{counts.records} records vs {previous_records} in the previous run "
+        f"(ratio {ratio:.2f}, floor {alerts.record_count_floor:.2f})",
+    )
+    return check, ratio
+
+
+def _error_rate(counts: RunCounts, alerts: Alerts) -> Check:
+    rate = counts.error_rate
+    return Check(
+        "error_rate",
+        rate <= alerts.max_error_rate,
+        rate,
+        alerts.max_error_rate,
+        f"{counts.failed} of {counts.attempted} pages failed (rate {rate:.3f}, ceiling {alerts.max_error_rate:.3f})",
+    )
+
+
+def _records_gone(counts: RunCounts, alerts: Alerts) -> Check | None:
+    """The share of the last run's records gone from this one, when the spec sets a ceiling and it is known."""
+    if alerts.max_gone_rate is None or counts.records_gone is None or not counts.records_before:
+        return None
+    gone_rate = counts.records_gone / counts.records_before
+    return Check(
+        "records_gone",
+        gone_rate <= alerts.max_gone_rate,
+        gone_rate,
+        alerts.max_gone_rate,
+        f"{counts.records_gone} of the last run's {counts.records_before} records are gone "
+        f"(rate {gone_rate:.3f}, ceiling {alerts.max_gone_rate:.3f})",
+    )
 
 
 def _blocked(counts: RunCounts) -> Check:

@@ -1,9 +1,9 @@
 """What a page carries along its links, kept for the pages it links to, and taken up by their batches.
 
 A listing extracted this run carries fields (a card's price) to each page it links to. Its result
-keeps that map, by the linked URL's 16-hex prefix: inline (``kids``) while it fits
-:data:`~sluice.domain.pages.MAX_KIDS_BYTES`, else whole as one JSON line at the end of the page's
-block in the batch's part (``kids_block``). The part is written once a batch already, before any
+keeps that map, by the linked URL's 16-hex prefix: inline (``carried_by_link``) while it fits
+:data:`~sluice.domain.pages.MAX_CARRIED_INLINE_BYTES`, else whole as one JSON line at the end of the page's
+block in the batch's part (``carried_block``). The part is written once a batch already, before any
 result: a listing of 10,000 cards costs no new write and no item near DynamoDB's 400 KB, and no
 link is left out.
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from sluice.domain.errors import StoreError
 from sluice.domain.layout import part_key
-from sluice.domain.pages import MAX_KIDS_BYTES, PageResult, PartBlock
+from sluice.domain.pages import MAX_CARRIED_INLINE_BYTES, PageResult, PartBlock
 from sluice.messages import UrlTask
 from sluice.observability import logger
 from sluice.pipeline.links import CarriedData, parent_id
@@ -44,7 +44,7 @@ FAILED = "linking page failed"
 NOT_READ = "linking page not read"
 UNREADABLE = "carried data unreadable"
 
-Kids = Mapping[str, Mapping[str, Any]]
+CarriedByLink = Mapping[str, Mapping[str, Any]]
 
 
 def by_link(carried: Mapping[str, CarriedData]) -> dict[str, CarriedData]:
@@ -52,17 +52,17 @@ def by_link(carried: Mapping[str, CarriedData]) -> dict[str, CarriedData]:
     return {parent_id(link): data for link, data in carried.items()}
 
 
-def keep_kids(result: PageResult, part_id: str, body: bytearray) -> PageResult:
+def keep_carried(result: PageResult, part_id: str, body: bytearray) -> PageResult:
     """``result`` with its carried-by-link map kept: inline when it fits, else appended to the part's ``body``
-    as one JSON line that ``kids_block`` points at."""
-    if not result.kids:
+    as one JSON line that ``carried_block`` points at."""
+    if not result.carried_by_link:
         return result
-    data = json.dumps(result.kids, separators=(",", ":")).encode()
-    if len(data) <= MAX_KIDS_BYTES:
+    data = json.dumps(result.carried_by_link, separators=(",", ":")).encode()
+    if len(data) <= MAX_CARRIED_INLINE_BYTES:
         return result
     start = len(body)
     body += data + b"\n"
-    return replace(result, kids=None, kids_block=PartBlock(part_id, start, len(data)))
+    return replace(result, carried_by_link=None, carried_block=PartBlock(part_id, start, len(data)))
 
 
 @dataclass
@@ -70,16 +70,16 @@ class MapCache:
     """The carried-by-link maps a container read from parts, the last :data:`CACHED_MAPS` of them."""
 
     limit: int = CACHED_MAPS
-    _maps: OrderedDict[tuple[str, str, int], Kids] = field(default_factory=OrderedDict)
+    _maps: OrderedDict[tuple[str, str, int], CarriedByLink] = field(default_factory=OrderedDict)
 
-    def get(self, key: tuple[str, str, int]) -> Kids | None:
+    def get(self, key: tuple[str, str, int]) -> CarriedByLink | None:
         found = self._maps.get(key)
         if found is not None:
             self._maps.move_to_end(key)
         return found
 
-    def put(self, key: tuple[str, str, int], kids: Kids) -> None:
-        self._maps[key] = kids
+    def put(self, key: tuple[str, str, int], carried_by_link: CarriedByLink) -> None:
+        self._maps[key] = carried_by_link
         while len(self._maps) > self.limit:
             self._maps.popitem(last=False)
 
@@ -115,7 +115,7 @@ def refresh(
             logger.warning("linking pages not read", extra={"run_id": run_id, "pages": len(wanted), "error": repr(exc)})
             found, unread = {}, True
         results |= {p: e.result for p, e in found.items() if e.result is not None}
-    kids, unreadable = _maps(services, crawl, run_id, results, cache)
+    carried_by_link, unreadable = _maps(services, crawl, run_id, results, cache)
     out: list[UrlTask] = []
     stale: dict[str, str] = {}
     refreshed = 0
@@ -123,7 +123,7 @@ def refresh(
         parent = task.parent or ""
         linking = results.get(parent)
         why = _stale(linking, parent in unreadable, unread)
-        fresh = (kids.get(parent) or {}).get(parent_id(task.url))
+        fresh = (carried_by_link.get(parent) or {}).get(parent_id(task.url))
         if why is not None:
             stale[task.url] = why
         elif fresh is not None and dict(fresh) != task.carry:
@@ -151,21 +151,21 @@ def _stale(linking: PageResult | None, unreadable: bool, unread: bool) -> str | 
 
 def _maps(
     services: Services, crawl: str, run_id: str, results: Mapping[str, PageResult], cache: MapCache
-) -> tuple[dict[str, Kids], set[str]]:
+) -> tuple[dict[str, CarriedByLink], set[str]]:
     """Every linking page's map, by its prefix: inline, cached, or read from its part (one ranged GET each);
     the prefixes whose map could not be read."""
-    kids: dict[str, Kids] = {p: r.kids for p, r in results.items() if r.kids}
-    blocks = {p: r.kids_block for p, r in results.items() if r.kids_block is not None and not r.kids}
+    carried_by_link: dict[str, CarriedByLink] = {p: r.carried_by_link for p, r in results.items() if r.carried_by_link}
+    blocks = {p: r.carried_block for p, r in results.items() if r.carried_block is not None and not r.carried_by_link}
     todo: list[tuple[str, tuple[str, str, int], PartBlock]] = []
     for prefix, block in blocks.items():
         key = (run_id, block.part, block.offset)
         cached = cache.get(key)
         if cached is not None:
-            kids[prefix] = cached
+            carried_by_link[prefix] = cached
         else:
             todo.append((prefix, key, block))
 
-    def read(block: PartBlock) -> Kids | str:
+    def read(block: PartBlock) -> CarriedByLink | str:
         try:
             data = services.objects.get_range(part_key(crawl, run_id, block.part), block.offset, block.length)
             loaded = json.loads(data)
@@ -182,8 +182,8 @@ def _maps(
                     unreadable.add(prefix)
                     continue
                 cache.put(key, got)
-                kids[prefix] = got
-    return kids, unreadable
+                carried_by_link[prefix] = got
+    return carried_by_link, unreadable
 
 
 def mark_stale(result: PageResult, stale: Mapping[str, str]) -> PageResult:

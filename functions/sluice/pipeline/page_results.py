@@ -31,7 +31,7 @@ from sluice.extraction.limits import PageTooComplex
 from sluice.fetch.outcomes import Failed, Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
-from sluice.pipeline.carried import by_link, keep_kids
+from sluice.pipeline.carried import by_link, keep_carried
 from sluice.pipeline.links import carried_data, children, with_carried
 from sluice.spec import CrawlSpec
 
@@ -76,8 +76,8 @@ class RecordsPart:
 
     def add_records(self, result: PageResult, records: list[Record]) -> PageResult:
         """The page's records as one block of the part; its result pointing at the block (unchanged if none). A map
-        of what it carried along its links too large for the result goes in the part too (:func:`keep_kids`)."""
-        result = keep_kids(result, self.part_id, self.body)
+        of what it carried along its links too large for the result goes in the part too (:func:`keep_carried`)."""
+        result = keep_carried(result, self.part_id, self.body)
         if not records:
             return result
         start = len(self.body)
@@ -175,7 +175,7 @@ def fetched_visit(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: 
     if found.dropped or extraction.links_dropped:
         result = replace(result, dropped_links=found.dropped + extraction.links_dropped)
     if carried:
-        result = replace(result, kids=by_link(carried))
+        result = replace(result, carried_by_link=by_link(carried))
     if carry_dropped:
         result = replace(result, carry_dropped=dict(carry_dropped))
         logger.warning("carried fields dropped", extra={"url": task.url, "fields": dict(carry_dropped)})

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from sluice.domain.errors import StoreError
 from sluice.domain.pages import BY_SCHEDULE, Prior
 from sluice.domain.secrets import SecretUnavailable
 from sluice.extraction.urls import Scope
@@ -117,7 +118,7 @@ class PageVisitor:
             return
         try:
             await asyncio.to_thread(self.archive.flush, self.objects)
-        except Exception as exc:  # remembered: the batch's own flush raises it before anything counts
+        except StoreError as exc:  # remembered: the batch's own flush raises it before anything counts
             logger.warning("archive file not written", extra={**self.log, "error": repr(exc)})
 
 

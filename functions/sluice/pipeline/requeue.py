@@ -14,6 +14,7 @@ import math
 import random
 
 from sluice.domain.backoff import Backoff
+from sluice.domain.errors import StoreError
 from sluice.messages import MalformedMessage, QueuedMessage
 from sluice.observability import logger
 from sluice.pipeline.services import Services
@@ -61,7 +62,7 @@ async def return_later(
 async def _change_visibility(services: Services, queued: QueuedMessage, delay_s: int) -> None:
     try:
         await asyncio.to_thread(services.queue.return_after, queued.receipt_handle, delay_s)
-    except Exception as exc:  # reported failed all the same; it comes back after its visibility timeout
+    except StoreError as exc:  # reported failed all the same; it comes back after its visibility timeout
         # Raising here would fail the whole batch, done messages included.
         logger.warning(
             "visibility not changed", extra={"message_id": queued.message_id, "delay_s": delay_s, "error": repr(exc)}

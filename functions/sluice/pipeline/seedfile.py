@@ -50,9 +50,9 @@ def _lines(chunks: Iterable[bytes]) -> Iterator[str]:
         yield rest.decode("utf-8", "replace")
 
 
-def seed_urls(lines: Iterable[str], name: str) -> Iterator[str]:
-    """The seed URLs of a file's lines, each checked; :class:`SeedFileError` names the first bad line."""
-    count = 0
+def _checked_lines(lines: Iterable[str], name: str) -> Iterator[tuple[str, str | None]]:
+    """Each seed line's URL and what is wrong with it (None when it is a seed), blank lines and comments
+    left out: the one rule of what a seed file's line is, for the stream and for the check beside the spec."""
     for number, line in enumerate(lines, start=1):
         url = line.strip()
         if not url or url.startswith("#"):
@@ -60,8 +60,16 @@ def seed_urls(lines: Iterable[str], name: str) -> Iterator[str]:
         try:
             check_seed_url(url)
         except ValueError as exc:
-            raise SeedFileError(f"seeds.file {name} line {number}: {exc}") from None
-        count += 1
+            yield url, f"seeds.file {name} line {number}: {exc}"
+            continue
+        yield url, None
+
+
+def seed_urls(lines: Iterable[str], name: str) -> Iterator[str]:
+    """The seed URLs of a file's lines, each checked; :class:`SeedFileError` names the first bad line."""
+    for count, (url, problem) in enumerate(_checked_lines(lines, name), start=1):
+        if problem is not None:
+            raise SeedFileError(problem)
         if count > MAX_SEED_URLS:
             raise SeedFileError(f"seeds.file {name}: more than the {MAX_SEED_URLS} seeds a run takes")
         yield url
@@ -105,18 +113,13 @@ def check_seed_file(spec: CrawlSpec, specs_dir: Path) -> int:
         raise SeedFileError(f"seeds.file {spec.seeds.file}: no such file beside the spec ({path})")
     count, bad = 0, 0
     problems: list[str] = []
-    for number, line in enumerate(file_lines(path), start=1):
-        url = line.strip()
-        if not url or url.startswith("#"):
+    for _, problem in _checked_lines(file_lines(path), spec.seeds.file):
+        if problem is None:
+            count += 1
             continue
-        try:
-            check_seed_url(url)
-        except ValueError as exc:
-            bad += 1
-            if len(problems) < NAMED_LINES:
-                problems.append(f"seeds.file {spec.seeds.file} line {number}: {exc}")
-            continue
-        count += 1
+        bad += 1
+        if len(problems) < NAMED_LINES:
+            problems.append(problem)
     if problems:
         more = f"\n  and {bad - len(problems)} more bad line(s)" if bad > len(problems) else ""
         raise SeedFileError("\n  ".join(problems) + more)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
+from sluice.domain.errors import StoreError
 from sluice.domain.hosts import MAX_PAUSE_S, HostState, host_key
 from sluice.domain.pages import UrlEntry, url_hash
 from sluice.domain.runs import Progress, RunState
@@ -35,9 +36,9 @@ from sluice.pipeline.page_results import Retry, Visit, awaits_parent
 from sluice.pipeline.page_visit import TIME_MARGIN_S, PageVisitor
 from sluice.pipeline.requeue import RetryLater, drop_malformed, return_later
 from sluice.pipeline.robots import SharedRobots
-from sluice.pipeline.services import Services
+from sluice.pipeline.services import Services, UnknownCrawl
 from sluice.pipeline.writer import ChunkedWrites, ChunkWriter, early_chunk
-from sluice.spec import CrawlSpec
+from sluice.spec import CrawlSpec, SpecError
 
 if TYPE_CHECKING:
     from sluice.pipeline.archive import BatchArchive
@@ -80,7 +81,7 @@ async def visit_batch(
         except MalformedMessage as exc:
             for queued, _ in group:
                 results[queued.message_id] = await drop_malformed(services, queued, exc)
-        except Exception as exc:  # not swallowed: every message of the group fails, is retried, then dead-lettered
+        except Exception as exc:  # the group's boundary: whatever failed, its messages are retried, then dead-lettered
             logger.exception("batch failed", extra={"crawl": crawl, "run_id": run_id})
             for queued, _ in group:
                 results[queued.message_id] = await return_later(services, container.rng, queued, 0.0, exc)
@@ -88,7 +89,7 @@ async def visit_batch(
         done = [queued.receipt_handle for queued, _ in extra if results.pop(queued.message_id, None) is None]
         try:
             await asyncio.to_thread(services.queue.delete, done)
-        except Exception as exc:  # counted already: they come back after their visibility and are found done
+        except StoreError as exc:  # counted already: they come back after their visibility and are found done
             logger.warning("packed messages not deleted", extra={"messages": len(done), "error": repr(exc)})
     return results
 
@@ -115,7 +116,7 @@ async def _pack(batch: Parsed, services: Services, time_left: Callable[[], float
         return []
     try:
         politeness = services.spec(first.crawl).politeness
-    except Exception:  # the batch's own visit says what is wrong with the crawl
+    except (UnknownCrawl, SpecError, OSError):  # the batch's own visit says what is wrong with the crawl
         return []
     wanted = math.ceil(politeness.concurrency / politeness.concurrency_per_domain)
     hosts = {host_key(m.tasks[0].url) for _, m in batch if isinstance(m, CrawlMessage)}
@@ -125,7 +126,7 @@ async def _pack(batch: Parsed, services: Services, time_left: Callable[[], float
             break
         try:
             received = await asyncio.to_thread(services.queue.receive_more, first.run_id, services.tuning.batch_size)
-        except Exception as exc:  # packing is an optimisation: visit the batch as it is
+        except StoreError as exc:  # packing is an optimisation: visit the batch as it is
             logger.warning("packing receive failed", extra={"error": repr(exc)})
             break
         if not received:
@@ -392,7 +393,7 @@ class _RunBatch:
             return
         try:
             await asyncio.to_thread(book.save, states)
-        except Exception as exc:  # the pages are counted: failing the batch now would only fetch them again
+        except StoreError as exc:  # the pages are counted: failing the batch now would only fetch them again
             logger.warning("host states not written", extra={**self.log, "hosts": len(states), "error": repr(exc)})
         for state in states:
             was = fetcher.gate.known(state.host)

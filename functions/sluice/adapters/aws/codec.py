@@ -67,8 +67,8 @@ RESULT_NAMES: dict[str, str] = {
     VIA: "via",
     CARRY: "carry",
     PARENT: "parent",
-    "kc": "kids",
-    "kw": "kids_block [part, offset, length]",
+    "kc": "carried_by_link",
+    "kw": "carried_block [part, offset, length]",
     "cs": "carry_stale",
     "cd": "carry_dropped",
     "iv": "interval",
@@ -130,10 +130,10 @@ def result_plain(result: PageResult) -> dict[str, Any]:
         plain[CARRY] = dict(result.carry)
     if result.parent is not None:
         plain[PARENT] = result.parent  # as a claim names it: the item keeps its parent once counted
-    if result.kids:
-        plain["kc"] = {k: dict(v) for k, v in result.kids.items()}
-    if result.kids_block is not None:
-        plain["kw"] = [result.kids_block.part, result.kids_block.offset, result.kids_block.length]
+    if result.carried_by_link:
+        plain["kc"] = {k: dict(v) for k, v in result.carried_by_link.items()}
+    if result.carried_block is not None:
+        plain["kw"] = [result.carried_block.part, result.carried_block.offset, result.carried_block.length]
     if result.carry_stale:
         plain["cs"] = True
     if result.carry_dropped:
@@ -180,8 +180,8 @@ def result_from_plain(plain: Mapping[str, Any]) -> PageResult:
         via=plain.get(VIA),
         carry=plain.get(CARRY) or None,
         parent=plain.get(PARENT),
-        kids=plain.get("kc") or None,
-        kids_block=_block(plain.get("kw")),
+        carried_by_link=plain.get("kc") or None,
+        carried_block=_block(plain.get("kw")),
         carry_stale=bool(plain.get("cs", False)),
         carry_dropped=_counts(plain.get("cd")),
         interval=_int_or_none(plain.get("iv")),
