@@ -1,7 +1,7 @@
 """``sluice run`` on the local store: the whole pipeline (queue, URL entries, parts, output), as a peer of the engine.
 
 Variants: ``first`` (a fresh state folder, one run), ``nightly`` (a second run over the first one's
-state: every page asked "changed since?", all 304, records carried), ``docs`` (the demo site's
+state: every page asked "changed since?", all 304, records reused), ``docs`` (the demo site's
 link-heavy documentation site, 2,021 pages with 200+ links each, from its index page).
 """
 

@@ -189,7 +189,8 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         f" {model['batch_s'] / BATCH_URLS * 1000:.1f} ms a page, so {model['fetcher']:,.0f} GB-s per million pages at"
         f" {report['memory_mb']['fetcher']} MB.",
         "The scheduler sends 10,000 `SendMessageBatch` a million seeds with 8 in flight and scans the catalog",
-        "run's URLs; the finalizer scans the run's URLs twice and moves its parts and the carried records",
+        "run's URLs once (the tasks it makes wait in S3 for the sends); the finalizer scans the run's URLs twice"
+        " and moves its parts and the reused records",
         f"through S3 (stated at {S3_BYTES_PER_S // 1024 // 1024} MB/s): together"
         f" {model['scheduler'] + model['finalizer']:,.0f} GB-s per million pages.",
         "",
@@ -226,7 +227,9 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "run claims each page once, plus the writes a claim loses to another container). `BatchGetItem` and",
         "`GetItem` are per batch (the batch's redelivered URLs, the run, the progress shards); `Query` is the",
         "finalizer's two scans of the run's URLs (16 partitions each) and, on a nightly run, the scheduler's scan",
-        "of its catalog. One `PutObject` per batch holds the batch's records; the finalizer reads them in large",
+        "of its catalog and the finalizer's (the records gone): one each, the scheduler's tasks kept in S3 for its"
+        " sends (one `PutObject` a 10,000 pages). One `PutObject` per batch holds the batch's records; the finalizer"
+        " reads them in large",
         "ranges and writes a few large files. The typed crawl's first run claims every book page (its listing",
         "found it); its nightly seeds them from the catalog, and each batch reads back the results of the",
         "listings its books name (a strongly consistent `Query` per listing, 16 at a time), so a price changed",

@@ -43,7 +43,7 @@ def finalize_gets_section(kept: dict[str, Any] | None = None) -> list[str]:
         FINALIZE_GETS_SECTION,
         "",
         f"`{kept['command']}` ({kept['date']}): {pages:,} synthetic pages (`sluice_tools.synthetic`, 100 a part as",
-        "a fetcher batch writes them), a first run and a nightly run (7 in 10 pages carried), finalized with",
+        "a fetcher batch writes them), a first run and a nightly run (7 in 10 pages reused), finalized with",
         "`finalize_shard_pages` set so the run has 1, 32 and 256 shards, every GET and ranged GET of the store",
         "counted by what it reads. The write phase's part reads are what grows with pages; the shard results grow",
         "with shards squared (about 2N², a few tens of pages a shard here: at 50,000 pages a shard, 256 shards",

@@ -6,7 +6,7 @@
 
 Each size is a real ``sluice run`` on the local store against the demo site (no latency, 64 in
 flight): a first run (every page's records from this run's parts) and a nightly run (every page a
-304, its records carried from the first run's output). Only the finalizer is measured: its scans of
+304, its records reused from the first run's output). Only the finalizer is measured: its scans of
 the run's URLs, its range reads and writes, the bytes they move, its wall time, and how far the
 process's resident memory rose while it ran. The per-page figures should not move with size; the
 arithmetic for a million pages (docs/benchmarks.md) multiplies them out.
@@ -15,7 +15,7 @@ arithmetic for a million pages (docs/benchmarks.md) multiplies them out.
 no crawl; 10 records a page, a share failed, skipped, or holding a key another page holds), then
 finalizes them sharded, each shard task in a fresh process (the pipeline's own task, over the same
 SQLite file), so each task's peak RSS is its own, as a Lambda invocation's would be; a nightly run
-over the same URLs follows (7 in 10 pages carried from the first run's output, 1 in 10 gone).
+over the same URLs follows (7 in 10 pages reused from the first run's output, 1 in 10 gone).
 It reports the wall time of each phase, the slowest task and the largest peak RSS per phase, and
 the combine's (the parent process's) peak RSS.
 """
@@ -415,7 +415,7 @@ def write_doc() -> None:
         f"{commands}: N page results written straight into the local store (`sluice_tools.synthetic`, 10 records a "
         "page, 1 in 97 failed, 1 in 89 skipped, 1 in 50 holding a key another page holds), then finalized in shards "
         "of at most 50,000 pages, every shard task in a fresh process (2 at a time) so its peak RSS (`ru_maxrss`) is "
-        "its own, as a Lambda invocation's is; then a nightly run of the same URLs (7 in 10 carried from the first "
+        "its own, as a Lambda invocation's is; then a nightly run of the same URLs (7 in 10 reused from the first "
         "run's output, 2 changed, 1 gone). Per phase: the slowest task and the largest peak RSS of its tasks "
         "(a fresh interpreter with the pipeline imported is about 90 MB of it). *task s* is the tasks' own "
         "seconds, summed (what Lambda would bill); *wall s* includes starting a process per task on this shared "

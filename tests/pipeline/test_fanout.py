@@ -14,6 +14,7 @@ from sluice.domain.runs import RunInFlight
 from sluice.handlers import scheduler
 from sluice.messages import StartEvent
 from sluice.pipeline import start
+from sluice.pipeline.catalogplan import plan_key
 from sluice.pipeline.start import start_run
 from sluice.spec import SpecError, parse_spec
 from sluice_tools.demosite import RunningDemoSite
@@ -214,3 +215,64 @@ def test_max_pages_caps_the_links_a_run_claims(pipeline: Pipeline, site: Running
     t = pipeline.tally("capped", run_id)
     assert (t.seeds, t.links, t.done, t.pending) == (1, 2, 3, 0)
     assert pipeline.summary("capped", run_id)["records"]["total"] == 60
+
+
+class CatalogQueries:
+    """The Query calls that read a run's URL entries, by the partition they read (botocore's own event hooks)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.prefix = f"url#{run_id}#"
+        self.partitions: Counter[str] = Counter()
+        client("dynamodb").meta.events.register("provide-client-params.dynamodb.Query", self._hook)
+
+    def _hook(self, params: dict[str, Any], **_: Any) -> None:
+        partition = params.get("ExpressionAttributeValues", {}).get(":p", {}).get("S", "")
+        if partition.startswith(self.prefix):
+            self.partitions[partition] += 1
+
+    def close(self) -> None:
+        client("dynamodb").meta.events.unregister("provide-client-params.dynamodb.Query", self._hook)
+
+
+def test_a_nightly_fan_out_reads_its_catalog_from_dynamodb_once_and_sends_every_page_with_its_prior(
+    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any
+) -> None:
+    pipeline = aws_pipeline
+    pipeline.configure(host_backlog_messages=0)
+    site.set_catalogue(books=600)  # 30 listing pages of 20 books
+    pipeline.spec(books_spec("catalog-once", site.base_url, pages=30))
+    catalog = pipeline.run("catalog-once")
+    queries = CatalogQueries(catalog)
+    try:
+        answer = scheduler.handler({"crawl": "catalog-once"}, LocalContext(function_name="scheduler", timeout_s=900))  # type: ignore[arg-type]
+    finally:
+        queries.close()
+    assert answer["catalog_run"] == catalog
+    # Its seed set and its sends from one scan: each of the catalog's 16 partitions read once (a page each here).
+    assert sorted(queries.partitions) == [f"url#{catalog}#{p:x}" for p in range(16)]
+    assert set(queries.partitions.values()) == {1}
+    tasks = [task for message in pipeline.receive(10) for task in json.loads(message.body)["tasks"]]
+    assert len(tasks) == answer["total"] == 30
+    assert all(task["prior"]["n"] == 20 for task in tasks)
+
+
+@pytest.mark.parametrize("plan_stored", [True, False], ids=["stored-plan", "begun-before-plans-were-stored"])
+def test_a_nightly_fan_out_continued_sends_each_catalog_page_once(
+    aws_pipeline: Any, site: RunningDemoSite, books_spec: Any, monkeypatch: pytest.MonkeyPatch, plan_stored: bool
+) -> None:
+    pipeline = aws_pipeline
+    monkeypatch.setattr(start, "CHUNK", 7)
+    pipeline.configure(host_backlog_messages=0)
+    site.set_catalogue(books=600)
+    pipeline.spec(books_spec("catalog-continued", site.base_url, pages=30))
+    pipeline.run("catalog-continued")
+    first = start_run(StartEvent(crawl="catalog-continued"), pipeline.services, time_left=lambda: 0.0)
+    assert (first.complete, first.offset) == (False, 7)
+    if not plan_stored:  # a fan-out an older scheduler began: its continuation scans the catalog as that one did
+        pipeline.services.objects.delete(plan_key("catalog-continued", first.run_id, "a", 0))
+    continuation = StartEvent.model_validate(pipeline.start_requests.pop())
+    answer = start_run(continuation, pipeline.services, time_left=lambda: 900.0)
+    assert (answer.complete, answer.offset, answer.enqueued) == (True, 30, 23)
+    urls = queued_urls(pipeline, 60)
+    assert set(urls) == {f"{site.base_url}/catalogue/page-{n}.html" for n in range(1, 31)}
+    assert set(urls.values()) == {1}

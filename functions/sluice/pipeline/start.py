@@ -30,6 +30,7 @@ from sluice.extraction.urls import Scope, canonicalize_url
 from sluice.messages import PriorState, StartEvent, UrlTask
 from sluice.observability import logger
 from sluice.pipeline.backlog import HostBacklog, in_order
+from sluice.pipeline.catalogplan import PlanWriter, StoredPlan
 from sluice.pipeline.finalize import finalize_run
 from sluice.pipeline.output import PageIndex, load_index
 from sluice.pipeline.seedfile import SeedFileError, deployed_seed_urls
@@ -238,7 +239,8 @@ class SeedPlan:
     """The run's seed tasks as one deterministic stream, and the set of their URL hashes.
 
     Deterministic, so a continuation (or a retried start) skips exactly what was sent. Memory
-    stays at 8 bytes per seed: the catalog is streamed from its store twice, never held. The
+    stays at 8 bytes per seed: the catalog is streamed from its store once, never held, and the
+    tasks that scan makes are kept in S3 for the sends (:mod:`sluice.pipeline.catalogplan`). The
     sitemaps' pages come from what the run's first start read and stored (:meth:`read_sitemaps`),
     never from the sites again, with the lastmod each task carries.
     """
@@ -352,7 +354,17 @@ class SeedPlan:
             yield entry, is_seed
 
     def seed_set(self) -> SeedSet:
-        numbers = [url_number(entry.url_hash) for entry, is_seed in self._catalog_entries() if not is_seed]
+        """The run's seed set, from the one scan of the catalog, which also stores the catalog's tasks for
+        :meth:`tasks` (its URL entries read once from DynamoDB, not twice)."""
+        numbers: list[int] = []
+        if self._catalog is None:
+            return SeedSet.of_numbers(list(self._spec_seed_numbers()))
+        plan = PlanWriter(self.services.objects, self.spec.name, self.run.run_id)
+        for entry, is_seed in self._catalog_entries():
+            if not is_seed:
+                numbers.append(url_number(entry.url_hash))
+            plan.add(self._task(entry, is_seed), after_linking_pages=self._carries and self._carried_to(entry))
+        plan.finish()
         return SeedSet.of_numbers([*numbers, *self._spec_seed_numbers()])
 
     def _spec_seed_numbers(self) -> Iterator[int]:
@@ -365,8 +377,12 @@ class SeedPlan:
         if not self._carries:
             yield from self._catalog_entries()
             return
-        yield from ((e, s) for e, s in self._catalog_entries() if not (e.result is not None and e.result.carry))
-        yield from ((e, s) for e, s in self._catalog_entries() if e.result is not None and e.result.carry)
+        yield from ((e, s) for e, s in self._catalog_entries() if not self._carried_to(e))
+        yield from ((e, s) for e, s in self._catalog_entries() if self._carried_to(e))
+
+    @staticmethod
+    def _carried_to(entry: UrlEntry) -> bool:
+        return entry.result is not None and bool(entry.result.carry)
 
     @property
     def _carries(self) -> bool:
@@ -374,28 +390,41 @@ class SeedPlan:
 
     def tasks(self) -> Iterator[UrlTask]:
         known: list[int] = []
-        for entry, is_seed in self._ordered_catalog():
-            number = url_number(entry.url_hash)
-            known.append(number)
-            depth = 0 if is_seed else entry.depth
-            result = entry.result
-            yield UrlTask(
-                url=entry.url,
-                depth=depth,
-                origin="seed",
-                prior=self._prior(entry),
-                lastmod=self._lastmod(number),
-                # A page a type's rule led to is taken for the same type, with what was carried to it, and
-                # told its linking page, whose data of this run it takes where that page is extracted first.
-                via=result.via if result is not None else entry.via,
-                carry=dict(result.carry) if result is not None and result.carry else None,
-                parent=(result.parent or entry.parent) if result is not None and result.carry else None,
-            )
+        for task in self._catalog_tasks():
+            known.append(url_number(url_hash(task.url)))  # the entry's own key: its URL's hash
+            yield task
         in_catalog = SeedSet.of_numbers(known)
         for url in self._spec_urls():
             number = url_number(url_hash(url))
             if not in_catalog.has_number(number):
                 yield UrlTask(url=url, depth=0, origin="seed", lastmod=self._lastmod(number))
+
+    def _catalog_tasks(self) -> Iterator[UrlTask]:
+        """The catalog's tasks as :meth:`seed_set` stored them; scanned again from the catalog only for a fan-out
+        that began before plans were stored (its continuation after an upgrade)."""
+        if self._catalog is None:
+            return
+        stored = StoredPlan.open(self.services.objects, self.spec.name, self.run.run_id)
+        if stored is not None:
+            yield from stored.tasks()
+            return
+        logger.info("no stored seed plan: scanning the catalog", extra={"crawl": self.spec.name})
+        yield from (self._task(entry, is_seed) for entry, is_seed in self._ordered_catalog())
+
+    def _task(self, entry: UrlEntry, is_seed: bool) -> UrlTask:
+        result = entry.result
+        return UrlTask(
+            url=entry.url,
+            depth=0 if is_seed else entry.depth,
+            origin="seed",
+            prior=self._prior(entry),
+            lastmod=self._lastmod(url_number(entry.url_hash)),
+            # A page a type's rule led to is taken for the same type, with what was carried to it, and
+            # told its linking page, whose data of this run it takes where that page is extracted first.
+            via=result.via if result is not None else entry.via,
+            carry=dict(result.carry) if result is not None and result.carry else None,
+            parent=(result.parent or entry.parent) if result is not None and result.carry else None,
+        )
 
     def _prior(self, entry: UrlEntry) -> PriorState | None:
         if entry.result is None:
