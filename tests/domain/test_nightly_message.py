@@ -25,7 +25,7 @@ def _prior(page: int, records: int = 20) -> Prior:
         body_hash=seed.hex()[:32],
         records=records,
         digests=digests,
-        carried=True,
+        reused=True,
         fetched_at=1796210765,
     )
 
