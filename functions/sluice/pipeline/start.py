@@ -99,24 +99,7 @@ def _fan_out(
         if offset > 0:
             raise ValueError("the pages the run's sitemaps listed are gone from its work prefix: start a new run")
         plan.read_sitemaps(time_left)
-    if offset == 0:
-        # Before any seed is sent (a retried start writes the same set again: it is deterministic).
-        seeds = plan.seed_set()
-        services.objects.put(frontier_key(spec.name, run.run_id), seeds.to_bytes(), "application/octet-stream")
-        services.ledger.set_seeds(spec.name, run.run_id, len(seeds))
-        total = len(seeds)
-        logger.info(
-            "seeds planned",
-            extra={
-                "crawl": spec.name,
-                "run_id": run.run_id,
-                "seeds": total,
-                "catalog_run": run.catalog_run,
-                "sitemap_pages": plan.sitemaps.count if plan.sitemaps is not None else None,
-            },
-        )
-    else:
-        total = run.seeds
+    total = _store_seed_set(services, spec, run, plan) if offset == 0 else run.seeds
     enqueued = 0
     tasks: Iterator[UrlTask] = islice(plan.tasks(), offset, None)
     if offset > event.offset or retried or event.resumed:
@@ -148,11 +131,36 @@ def _fan_out(
             services.continue_start({"crawl": spec.name, "run_id": run.run_id, "offset": offset})
             logger.info("fan-out continues", extra={"crawl": spec.name, "run_id": run.run_id, "offset": offset})
             return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=False)
-    # Every chunk is written now: only then may a task point at one (each host's held task points at its first).
+    enqueued += _send_held(services, spec, run, backlog, enqueued)
+    _fanned_out(services, spec, run, offset, total)
+    return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=True, catalog_run=run.catalog_run)
+
+
+def _store_seed_set(services: Services, spec: CrawlSpec, run: RunState, plan: SeedPlan) -> int:
+    """The run's seed set stored and counted before any seed is sent (a retried start writes the same set
+    again: it is deterministic); how many seeds it holds."""
+    seeds = plan.seed_set()
+    services.objects.put(frontier_key(spec.name, run.run_id), seeds.to_bytes(), "application/octet-stream")
+    services.ledger.set_seeds(spec.name, run.run_id, len(seeds))
+    logger.info(
+        "seeds planned",
+        extra={
+            "crawl": spec.name,
+            "run_id": run.run_id,
+            "seeds": len(seeds),
+            "catalog_run": run.catalog_run,
+            "sitemap_pages": plan.sitemaps.count if plan.sitemaps is not None else None,
+        },
+    )
+    return len(seeds)
+
+
+def _send_held(services: Services, spec: CrawlSpec, run: RunState, backlog: HostBacklog, enqueued: int) -> int:
+    """Each host's held task sent, once every chunk is written (only then may a task point at one: each
+    host's held task points at its first); how many were sent."""
     held = backlog.finish()
     for send in in_order(held, CHUNK):
         services.queue.send(spec.name, run.run_id, send)
-    enqueued += len(held)
     if backlog.chunks_written:
         logger.info(
             "host backlogs spilled",
@@ -161,9 +169,14 @@ def _fan_out(
                 "run_id": run.run_id,
                 "hosts": sum(1 for t in held if t.backlog is not None),
                 "chunks": backlog.chunks_written,
-                "queued": enqueued,
+                "queued": enqueued + len(held),
             },
         )
+    return len(held)
+
+
+def _fanned_out(services: Services, spec: CrawlSpec, run: RunState, offset: int, total: int) -> None:
+    """The fan-out recorded complete; the finalizer asked if the fetchers drained the run meanwhile."""
     services.ledger.fanned_out(spec.name, run.run_id, offset)
     if offset != total:
         # The catalog moved between the plan and the sends (a late write to a finished run): the run
@@ -175,7 +188,6 @@ def _fan_out(
     if seeded is not None and drained(seeded, lambda: services.frontier.progress(run.run_id)):
         # The fetchers finished every page while the fan-out was still under way: none of them will ask.
         services.finalize_later({"crawl": spec.name, "run_id": run.run_id})
-    return StartResult(spec.name, run.run_id, offset, total, enqueued, complete=True, catalog_run=run.catalog_run)
 
 
 def _retried_run(event: StartEvent, services: Services, spec: CrawlSpec) -> str | None:
