@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from sluice.adapters.local.queue import SqliteQueue
-from sluice.adapters.local.store import DB_NAME, Database
+from sluice.adapters.local.store import Database
 from sluice.domain.hosts import HostState, RunCounts, host_key
 from sluice.messages import UrlTask, pack
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
@@ -42,42 +41,6 @@ def test_local_queue_gives_a_group_to_one_consumer_at_a_time(tmp_path: Path) -> 
     assert queue.receive(RUN, 10, 60) == []  # a2 is still in flight: the group is still held
     queue.return_after(first[1].receipt_handle, 0)  # a2 visible again (a failed message): the group is free
     assert [m.body for m in queue.receive(RUN, 10, 60)] == ["a2", "a3"]
-
-
-def test_a_group_let_go_is_given_on_while_its_messages_stay_in_flight(tmp_path: Path) -> None:
-    queue = SqliteQueue(Database(tmp_path))
-    queue.send_messages(RUN, [("a", "a1"), ("a", "a2"), ("a", "a3"), ("a", "a4")])
-    first = queue.receive(RUN, 1, 60)
-    queue.release_groups([first[0].receipt_handle])  # its batch is done fetching, not yet written
-    second = queue.receive(RUN, 1, 60)
-    assert [m.body for m in second] == ["a2"]  # a1 stays in flight: given to nobody else
-    assert queue.depth(RUN).in_flight == 2
-    assert queue.receive(RUN, 10, 60) == []  # the second batch holds the group now
-    queue.delete([first[0].receipt_handle])  # its old receipt still deletes it
-    queue.release_groups([second[0].receipt_handle])
-    queue.return_after(second[0].receipt_handle, 30)  # a failed message waits out its backoff holding the group
-    assert queue.receive(RUN, 10, 60) == []
-    queue.return_after(second[0].receipt_handle, 0)
-    again = queue.receive(RUN, 10, 60)
-    assert [(m.body, m.receive_count) for m in again] == [("a2", 2), ("a3", 1), ("a4", 1)]
-    assert queue.receive(RUN, 10, 60) == []  # received again: held again
-
-
-def test_a_state_file_from_before_let_go_is_brought_up_to_it(tmp_path: Path) -> None:
-    with sqlite3.connect(tmp_path / DB_NAME) as old:  # the queue as a state folder of the last version has it
-        old.execute(
-            "CREATE TABLE queue (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, body TEXT NOT NULL, "
-            "visible_at REAL NOT NULL, receives INTEGER NOT NULL DEFAULT 0, receipt TEXT, sent_at REAL NOT NULL, "
-            "grp TEXT NOT NULL DEFAULT '')"
-        )
-        old.execute("INSERT INTO queue (run_id, grp, body, visible_at, sent_at) VALUES (?, 'a', 'a1', 0, 0)", (RUN,))
-    old.close()
-    queue = SqliteQueue(Database(tmp_path))
-    queue.send_messages(RUN, [("a", "a2")])
-    first = queue.receive(RUN, 1, 60)
-    assert [m.body for m in first] == ["a1"]
-    queue.release_groups([first[0].receipt_handle])
-    assert [m.body for m in queue.receive(RUN, 1, 60)] == ["a2"]
 
 
 def test_host_state_has_one_writer_a_stale_write_is_dropped(pipeline: Any) -> None:

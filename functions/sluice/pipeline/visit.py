@@ -3,10 +3,9 @@
 The batch's steps, in order: pack more messages when its hosts cannot use the crawl's concurrency,
 group them by run, refill the hosts' next waves of seeds, leave out URLs a redelivery already counted,
 take up each host where the fleet left it, visit every URL (:mod:`sluice.pipeline.page_visit`, by the
-rules of :mod:`sluice.pipeline.page_results`), hand the hosts on (and, in the local runner, let them go
-to the next batch), write the visits (:mod:`sluice.pipeline.writer`: one or two chunks, in an order that
-makes a crash at any line harmless), and answer per message: done, or back to the queue
-(:mod:`sluice.pipeline.requeue`). What outlives the invocation
+rules of :mod:`sluice.pipeline.page_results`), write the visits (:mod:`sluice.pipeline.writer`: one or
+two chunks, in an order that makes a crash at any line harmless), hand the hosts on, and answer per
+message: done, or back to the queue (:mod:`sluice.pipeline.requeue`). What outlives the invocation
 (fetchers, secrets, seed sets) is the :class:`~sluice.pipeline.container.Container`'s.
 """
 
@@ -15,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
@@ -59,15 +58,12 @@ async def visit_batch(
     container: Container,
     *,
     time_left: Callable[[], float] = lambda: math.inf,
-    let_go: Callable[[Sequence[str]], None] | None = None,
 ) -> Results:
     """Visit every message of a batch; per message id, None (done) or the exception that fails it.
 
     A batch of few hosts is packed first (:func:`_pack`): messages it receives itself are visited
     with the batch, deleted here when done, and left out of the results (the caller answers only
-    for its own). ``let_go`` (the local runner's queue, :meth:`SqliteQueue.release_groups`) is given a run's
-    receipts once its fetching ended and its hosts' states are handed on: the next batch of those hosts may
-    start while this one writes (SQS FIFO keeps a group until its messages are deleted)."""
+    for its own)."""
     own = [(queued, _parse(queued)) for queued in messages]
     with traced("pack"):
         extra = await _pack(own, services, time_left)
@@ -80,7 +76,7 @@ async def visit_batch(
         runs.setdefault((message.crawl, message.run_id), []).append((queued, message))
     for (crawl, run_id), group in runs.items():
         try:
-            results |= await _RunBatch(services, container, crawl, run_id, group, time_left, let_go).visit()
+            results |= await _RunBatch(services, container, crawl, run_id, group, time_left).visit()
         except MalformedMessage as exc:
             for queued, _ in group:
                 results[queued.message_id] = await drop_malformed(services, queued, exc)
@@ -168,10 +164,9 @@ class _RunBatch:
         run_id: str,
         group: list[tuple[QueuedMessage, CrawlMessage]],
         time_left: Callable[[], float],
-        let_go: Callable[[Sequence[str]], None] | None = None,
     ) -> None:
         self.services, self.container, self.crawl, self.run_id = services, container, crawl, run_id
-        self.group, self.time_left, self.let_go = group, time_left, let_go
+        self.group, self.time_left = group, time_left
         self.log = {"crawl": crawl, "run_id": run_id}
 
     async def visit(self) -> Results:
@@ -191,9 +186,9 @@ class _RunBatch:
         fetcher = await self._fetcher(spec)
         hosts = await self._adopt_hosts(fetcher, run, todo)
         archive = _archive(self.crawl, self.run_id) if spec.output.archive else None
-        visited = await self._visit_and_write(
-            run, spec, fetcher, archive, todo, hosts, fetched=lambda: self._done_fetching(fetcher, hosts)
-        )
+        visited = await self._visit_and_write(run, spec, fetcher, archive, todo, hosts)
+        if isinstance(fetcher, PageFetcher):
+            await self._hand_on_hosts(fetcher, hosts)
         results = await self._answer(visited)
         self._log_done(visited, hosts, urls=len(by_url), archive=archive)
         return results
@@ -228,7 +223,6 @@ class _RunBatch:
         archive: BatchArchive | None,
         todo: list[BatchUrl],
         hosts: list[str],
-        fetched: Callable[[], Awaitable[None]],
     ) -> _Visited:
         """Every URL visited to its end, then written: one URL's crash must not leave the others in flight on an
         event loop that stops (and is frozen) when the handler returns. Half the batch's pages may be written
@@ -271,7 +265,6 @@ class _RunBatch:
                             outcome.result = mark_stale(outcome.result, stale)
                         writes.add(outcome)
             fetched_at = time.monotonic()
-            await fetched()
             with traced("write batch", pages=sum(isinstance(o, Visit) for o in outcomes)):
                 counted = sum(await writes.finish(), Progress())
         finally:
@@ -391,20 +384,8 @@ class _RunBatch:
         fetcher.gate.adopt(self.run_id, {h: known.get(h) or HostState(h) for h in hosts})
         return hosts
 
-    async def _done_fetching(self, fetcher: PageFetcher | SecretUnavailable, hosts: list[str]) -> None:
-        """The batch's hosts handed on and, with ``let_go``, let go: nothing of this batch talks to them any more."""
-        if isinstance(fetcher, PageFetcher):
-            await self._hand_on_hosts(fetcher, hosts)
-        if self.let_go is None:
-            return
-        try:
-            await asyncio.to_thread(self.let_go, [queued.receipt_handle for queued, _ in self.group])
-        except Exception as exc:  # the hosts stay held until the messages are deleted, as without it
-            logger.warning("hosts not let go", extra={**self.log, "error": repr(exc)})
-
     async def _hand_on_hosts(self, fetcher: PageFetcher, hosts: list[str]) -> None:
-        """Leave for the next holder of each host what it must know, once the batch's fetching ended (before its
-        write: a batch that dies writing has still made its requests, and its redelivery counts them again)."""
+        """Leave for the next holder of each host what it must know (after the batch is counted)."""
         book = self.services.hosts
         states = fetcher.gate.export(self.run_id, hosts) if book is not None and hosts else []
         if book is None or not states:

@@ -20,9 +20,7 @@ thread, then the rest. Fetching a batch then writing it leaves the batch's hosts
 one host's batches follow one another (the queue gives a host to one fetcher at a time), so on a
 single host the write is time nobody fetches. :class:`ChunkedWrites` starts writing the pages already
 visited once half of the batch's URLs are done (:func:`early_chunk`), in a thread, while the other half
-is still fetched; when the batch's fetching ends only the second chunk is left to write. The local runner
-also lets the batch's hosts go before that write (``let_go`` in :func:`~sluice.pipeline.visit.visit_batch`):
-the host's next batch fetches while this one writes, its messages staying in flight until it answers.
+is still fetched; when the batch's fetching ends only the second chunk is left to write.
 
 Each chunk is written exactly as a whole batch is, so a crash between the chunks leaves the first
 chunk's pages counted and the second's not: the batch's messages come back (they are deleted only

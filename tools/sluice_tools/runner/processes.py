@@ -68,7 +68,7 @@ class Batches:
                 continue
             self.busy += 1
             try:
-                results = await visit_batch(received, self.services, container, let_go=self.queue.release_groups)
+                results = await visit_batch(received, self.services, container)
                 done = [r.receipt_handle for r in received if results.get(r.message_id) is None]
                 await asyncio.to_thread(self.queue.delete, done)
             finally:

@@ -1,9 +1,8 @@
 """The frontier queue in SQLite, with SQS FIFO's semantics where a run depends on them.
 
 Message groups (one host each) handed to one consumer at a time: a group with a message in
-flight (received, not deleted, still invisible) gives nothing to anyone else until the batch holding it
-lets it go (:meth:`SqliteQueue.release_groups`: SQS has no such call), and a receive fills its batch from
-the group of the oldest waiting message first, as SQS does. Visibility timeouts,
+flight (received, not deleted, still invisible) gives nothing to anyone else, and a receive fills
+its batch from the group of the oldest waiting message first, as SQS does. Visibility timeouts,
 receive counts, receipt handles that change on every receive (a stale one deletes nothing), and
 a dead-letter table a message moves to when a receive finds it already received
 ``max_receive_count`` times, as SQS's redrive policy does. Unlike SQS it can receive
@@ -103,7 +102,7 @@ class SqliteQueue:
             for (message_id,) in rows:
                 receipt = uuid.uuid4().hex
                 body, receives = db.execute(
-                    "UPDATE queue SET receives = receives + 1, visible_at = ?, receipt = ?, released = 0 WHERE id = ? "
+                    "UPDATE queue SET receives = receives + 1, visible_at = ?, receipt = ? WHERE id = ? "
                     "RETURNING body, receives",
                     (now + visibility_s, receipt, message_id),
                 ).fetchone()
@@ -143,7 +142,7 @@ class SqliteQueue:
             grp
             for (grp,) in db.execute(
                 "SELECT DISTINCT grp FROM queue WHERE (? IS NULL OR run_id = ?) AND receipt IS NOT NULL "
-                "AND visible_at > ? AND released = 0",
+                "AND visible_at > ?",
                 (run_id, run_id, now),
             )
         }
@@ -179,16 +178,7 @@ class SqliteQueue:
 
     def return_after(self, receipt: str, delay_s: int) -> None:
         with self._db.transaction() as db:
-            db.execute(
-                "UPDATE queue SET visible_at = ?, released = 0 WHERE receipt = ?", (self._clock() + delay_s, receipt)
-            )
-
-    def release_groups(self, receipts: Sequence[str]) -> None:
-        """Let the groups of these received messages go to the next receive, the messages staying in flight
-        (hidden, undeleted) until their batch is written and answers for them: the batch is done with its hosts.
-        SQS FIFO has no such call; the local runner makes it once a batch's fetching ended."""
-        with self._db.transaction() as db:
-            db.executemany("UPDATE queue SET released = 1 WHERE receipt = ?", [(r,) for r in receipts])
+            db.execute("UPDATE queue SET visible_at = ? WHERE receipt = ?", (self._clock() + delay_s, receipt))
 
     def release_in_flight(self, run_id: str) -> int:
         """Make a run's received, undeleted messages visible now: the process that held them is gone (a resume)."""

@@ -34,8 +34,7 @@ CREATE TABLE IF NOT EXISTS run_counts (
 );
 CREATE TABLE IF NOT EXISTS queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, body TEXT NOT NULL, visible_at REAL NOT NULL,
-    receives INTEGER NOT NULL DEFAULT 0, receipt TEXT, sent_at REAL NOT NULL, grp TEXT NOT NULL DEFAULT '',
-    released INTEGER NOT NULL DEFAULT 0
+    receives INTEGER NOT NULL DEFAULT 0, receipt TEXT, sent_at REAL NOT NULL, grp TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS queue_by_visibility ON queue (run_id, visible_at);
 CREATE TABLE IF NOT EXISTS dead_letters (
@@ -73,8 +72,6 @@ class Database:
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(queue)")}
         if "grp" not in columns:
             self._conn.execute("ALTER TABLE queue ADD COLUMN grp TEXT NOT NULL DEFAULT ''")
-        if "released" not in columns:  # a batch done fetching lets its host go while its messages are in flight
-            self._conn.execute("ALTER TABLE queue ADD COLUMN released INTEGER NOT NULL DEFAULT 0")
         self._conn.execute("CREATE INDEX IF NOT EXISTS queue_by_group ON queue (run_id, grp, id)")
         # A claim keeps the follow rule and the carried fields of its link (page types), sent again with it.
         if "link" not in {row[1] for row in self._conn.execute("PRAGMA table_info(urls)")}:
