@@ -245,13 +245,16 @@ def _parquet_copy(
     return {"started": started, "queries": queries}
 
 
-def _with_copy_scans(scenarios: list[dict[str, Any]], command: str, when: str) -> dict[str, Any]:
-    """The last full report, each scenario given the Parquet copy's scans measured now on the same scenario (with
-    the pages they were measured on), and where they came from: its other figures stay that run's."""
+def _with_copy_scans(
+    scenarios: list[dict[str, Any]], small: list[dict[str, Any]], command: str, when: str
+) -> dict[str, Any]:
+    """The last full report, each scenario (at both sizes) given the Parquet copy's scans measured now on the same
+    scenario (with the pages they were measured on), and where they came from: its other figures stay that run's."""
     report: dict[str, Any] = json.loads((RESULTS / "cost-latest.json").read_text(encoding="utf-8"))
-    measured = {s["label"]: s["parquet_copy"] for s in scenarios}
-    for scenario in report["scenarios"]:
-        scenario["parquet_copy"] = measured[scenario["label"]]
+    for kept, measured_now in (("scenarios", scenarios), ("small_scenarios", small)):
+        measured = {s["label"]: s["parquet_copy"] for s in measured_now}
+        for scenario in report.get(kept, []):
+            scenario["parquet_copy"] = measured[scenario["label"]]
     report["prices"] = {k: v for k, v in vars(US_EAST_1).items()}
     report["parquet_copy_from"] = {"command": command, "when": when}
     return report
@@ -384,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.copy_scan_only:
         given = " ".join(sys.argv[1:] if argv is None else argv)
-        report = _with_copy_scans(scenarios, f"python -m bench.cost {given}", when)
+        report = _with_copy_scans(scenarios, small, f"python -m bench.cost {given}", when)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cost-latest.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print("wrote bench/results/cost-latest.json", flush=True)
