@@ -1,7 +1,8 @@
 """`make cost`: what a run costs on AWS, from every call it makes, counted and priced.
 
-    .venv/bin/python -m bench.cost                 # demo crawl and link-heavy crawl, first and nightly runs
+    .venv/bin/python -m bench.cost                 # demo, link-heavy and typed crawls, first and nightly runs
     .venv/bin/python -m bench.cost --pages 500     # smaller (the figures per million pages barely move)
+    .venv/bin/python -m bench.cost --render-only   # docs/costs.md again from the last report
     .venv/bin/python -m bench.cost --pages 100 --docs 100 --types 5 --copy-scan-only
                                                    # only the Parquet copy's scan, into the last report
 
@@ -11,7 +12,10 @@ DynamoDB units from item sizes, failed conditions included, S3 request classes, 
 and each handler invocation is timed. Lambda is priced at the measured invocation time and the
 stack's memory. The finalizer's Parquet copy (an Athena ``UNLOAD`` a table) is metered as calls, and its
 scan, which moto does not run, is measured from the run's JSON Lines objects (``bench/parquet_copy_cost.py``).
-The result is written to bench/results/cost-latest.json and docs/costs.md.
+Every scenario runs at two sizes, the one asked for and ``--small-fraction`` of it (a quarter): a run makes
+some calls once whatever its size (the finalizer's S3 writes, the scheduler's plan, the index), so the cost per
+million pages is the slope between the two and a run's fixed cost the intercept (``cost_report.per_million``),
+never one run scaled. The result is written to bench/results/cost-latest.json and docs/costs.md.
 """
 
 from __future__ import annotations
@@ -241,13 +245,16 @@ def _parquet_copy(
     return {"started": started, "queries": queries}
 
 
-def _with_copy_scans(scenarios: list[dict[str, Any]], command: str, when: str) -> dict[str, Any]:
-    """The last full report, each scenario given the Parquet copy's scans measured now on the same scenario (with
-    the pages they were measured on), and where they came from: its other figures stay that run's."""
+def _with_copy_scans(
+    scenarios: list[dict[str, Any]], small: list[dict[str, Any]], command: str, when: str
+) -> dict[str, Any]:
+    """The last full report, each scenario (at both sizes) given the Parquet copy's scans measured now on the same
+    scenario (with the pages they were measured on), and where they came from: its other figures stay that run's."""
     report: dict[str, Any] = json.loads((RESULTS / "cost-latest.json").read_text(encoding="utf-8"))
-    measured = {s["label"]: s["parquet_copy"] for s in scenarios}
-    for scenario in report["scenarios"]:
-        scenario["parquet_copy"] = measured[scenario["label"]]
+    for kept, measured_now in (("scenarios", scenarios), ("small_scenarios", small)):
+        measured = {s["label"]: s["parquet_copy"] for s in measured_now}
+        for scenario in report.get(kept, []):
+            scenario["parquet_copy"] = measured[scenario["label"]]
     report["prices"] = {k: v for k, v in vars(US_EAST_1).items()}
     report["parquet_copy_from"] = {"command": command, "when": when}
     return report
@@ -266,46 +273,30 @@ def _log_bytes(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make cost", description=__doc__)
-    parser.add_argument("--pages", type=int, default=2000, help="listing pages of the demo crawl (default 2000)")
-    parser.add_argument("--docs", type=int, default=2000, help="pages of the link-heavy docs site (default 2000)")
-    parser.add_argument(
-        "--types", type=int, default=100, help="listing pages of the typed crawl, 20 book pages each (default 100)"
-    )
-    parser.add_argument("--no-docs-update", action="store_true", help="do not rewrite docs/costs.md")
-    parser.add_argument(
-        "--copy-scan-only",
-        action="store_true",
-        help="run the scenarios (small sizes do) and add only their Parquet copy's Athena scans to the last"
-        " report (bench/results/cost-latest.json), keeping its other figures; docs/costs.md says so",
-    )
-    args = parser.parse_args(argv)
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
-        os.environ.setdefault(name, "testing")
-    books = args.pages * 20
+def measure(pages: int, docs: int, types: int, work: Path) -> list[dict[str, Any]]:
+    """Every scenario at one size, on a demo site of that size: the first runs, then the nightly runs after them."""
+    books = pages * 20
     # A book changes with this probability: a listing page (20 books) changes with 2%.
     per_book = 1 - (1 - NIGHTLY_CHANGED_PAGES) ** (1 / 20)
-    work = Path(tempfile.mkdtemp(prefix="sluice-cost-"))
     scenarios: list[dict[str, Any]] = []
-    with running_demo_site(books=books, docs_pages=args.docs, latency_ms=LATENCY_MS) as site:
-        books_spec = _spec("demo-books", site.base_url, args.pages)
-        docs_spec = _spec("demo-docs", site.base_url, args.docs)
-        types_spec = _spec("demo-types", site.base_url, args.types)
+    with running_demo_site(books=books, docs_pages=docs, latency_ms=LATENCY_MS) as site:
+        books_spec = _spec("demo-books", site.base_url, pages)
+        docs_spec = _spec("demo-docs", site.base_url, docs)
+        types_spec = _spec("demo-types", site.base_url, types)
         plans = [
             ("demo crawl, first run", "books", books_spec, lambda: None),
             (
                 "demo crawl, nightly (2% of pages changed)",
                 "books",
                 books_spec,
-                lambda: site.set_catalogue(books=books, docs_pages=args.docs, version=1, changed_fraction=per_book),
+                lambda: site.set_catalogue(books=books, docs_pages=docs, version=1, changed_fraction=per_book),
             ),
             ("link-heavy crawl, first run", "docs", docs_spec, lambda: None),
             (
                 "link-heavy crawl, nightly (2% of pages changed)",
                 "docs",
                 docs_spec,
-                lambda: site.set_catalogue(books=books, docs_pages=args.docs, version=2, changed_fraction=0.02),
+                lambda: site.set_catalogue(books=books, docs_pages=docs, version=2, changed_fraction=0.02),
             ),
             # Listings and the book pages they link to, a field carried along each link: every book is claimed
             # by its listing on the first run; the nightly seeds them all from the catalog.
@@ -313,28 +304,23 @@ def main(argv: list[str] | None = None) -> int:
                 "typed crawl, first run",
                 "types",
                 types_spec,
-                lambda: site.set_catalogue(books=books, docs_pages=args.docs),
+                lambda: site.set_catalogue(books=books, docs_pages=docs),
             ),
             (
                 "typed crawl, nightly (2% of books re-priced)",
                 "types",
                 types_spec,
-                lambda: site.set_catalogue(books=books, docs_pages=args.docs, version=1, changed_fraction=0.02),
+                lambda: site.set_catalogue(books=books, docs_pages=docs, version=1, changed_fraction=0.02),
             ),
         ]
         for label, folder, data, before in plans:
             site.stats.reset()
             result = run_scenario(label, work / folder, data, site, before)
             scenarios.append(result)
-            modeled = cost_report.per_million(
-                {"memory_mb": _memory(), "site_latency_ms": LATENCY_MS, "prices": vars(US_EAST_1)},
-                result,
-                result["concurrency"],
-            )
             print(
                 f"{label}: {result['pages']} pages ({result['fetched']} fetched, {result['not_modified']} not modified)"
-                f" ${result['cost']['total']:.4f} metered; per million pages ${modeled['total']:.2f}"
-                f" ({result['dynamodb']['wru_per_page']} WRU/page); {result['wall_s']} s",
+                f" ${result['cost']['total']:.4f} metered ({result['dynamodb']['wru_per_page']} WRU/page);"
+                f" {result['wall_s']} s",
                 flush=True,
             )
             nat = egress_cost.nat_bytes_a_page(result)
@@ -344,6 +330,49 @@ def main(argv: list[str] | None = None) -> int:
                 f" SQS {nat['sqs']:,.0f}): + ${fixed['total']:.2f} per million pages with one NAT gateway",
                 flush=True,
             )
+    return scenarios
+
+
+def _smaller(size: int, fraction: float) -> int:
+    return max(1, round(size * fraction))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make cost", description=__doc__)
+    parser.add_argument("--pages", type=int, default=2000, help="listing pages of the demo crawl (default 2000)")
+    parser.add_argument("--docs", type=int, default=2000, help="pages of the link-heavy docs site (default 2000)")
+    parser.add_argument(
+        "--types", type=int, default=100, help="listing pages of the typed crawl, 20 book pages each (default 100)"
+    )
+    parser.add_argument(
+        "--small-fraction",
+        type=float,
+        default=0.25,
+        help="each scenario runs again at this fraction of its size: a run's fixed cost and the cost per million"
+        " pages are the intercept and the slope between the two (default 0.25)",
+    )
+    parser.add_argument("--no-docs-update", action="store_true", help="do not rewrite docs/costs.md")
+    parser.add_argument(
+        "--copy-scan-only",
+        action="store_true",
+        help="run the scenarios (small sizes do) and add only their Parquet copy's Athena scans to the last"
+        " report (bench/results/cost-latest.json), keeping its other figures; docs/costs.md says so",
+    )
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="run nothing: rewrite docs/costs.md from the last report (bench/results/cost-latest.json)",
+    )
+    args = parser.parse_args(argv)
+    if args.render_only:
+        return _write_docs(json.loads((RESULTS / "cost-latest.json").read_text(encoding="utf-8")))
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
+        os.environ.setdefault(name, "testing")
+    work = Path(tempfile.mkdtemp(prefix="sluice-cost-"))
+    small_sizes = {name: _smaller(getattr(args, name), args.small_fraction) for name in ("pages", "docs", "types")}
+    # The smaller size first: the intercept and the slope come from the two (docs/costs.md).
+    small = measure(small_sizes["pages"], small_sizes["docs"], small_sizes["types"], work / "small")
+    scenarios = measure(args.pages, args.docs, args.types, work / "large")
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     report: dict[str, Any] = {
         "command": "make cost",
@@ -353,16 +382,22 @@ def main(argv: list[str] | None = None) -> int:
         "memory_mb": _memory(),
         "prices": {k: v for k, v in vars(US_EAST_1).items()},
         "scenarios": scenarios,
+        "small_fraction": args.small_fraction,
+        "small_scenarios": small,
     }
     if args.copy_scan_only:
         given = " ".join(sys.argv[1:] if argv is None else argv)
-        report = _with_copy_scans(scenarios, f"python -m bench.cost {given}", when)
+        report = _with_copy_scans(scenarios, small, f"python -m bench.cost {given}", when)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cost-latest.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    if not args.no_docs_update:
-        concurrency = {str(s["crawl"]): int(s["concurrency"]) for s in report["scenarios"]}
-        (ROOT / "docs" / "costs.md").write_text(cost_report.render(report, concurrency), encoding="utf-8")
-        print("wrote docs/costs.md and bench/results/cost-latest.json")
+    print("wrote bench/results/cost-latest.json", flush=True)
+    return 0 if args.no_docs_update else _write_docs(report)
+
+
+def _write_docs(report: dict[str, Any]) -> int:
+    concurrency = {str(s["crawl"]): int(s["concurrency"]) for s in report["scenarios"]}
+    (ROOT / "docs" / "costs.md").write_text(cost_report.render(report, concurrency), encoding="utf-8")
+    print("wrote docs/costs.md", flush=True)
     return 0
 
 

@@ -68,17 +68,70 @@ def lambda_model(report: dict[str, Any], scenario: dict[str, Any], concurrency: 
     return {"fetcher": fetcher, "scheduler": scheduler, "finalizer": finalizer, "batch_s": batch_s}
 
 
-def per_million(report: dict[str, Any], scenario: dict[str, Any], concurrency: int) -> dict[str, float]:
-    """Dollars per million pages per line, with Lambda compute from :func:`lambda_model`."""
-    scale = MILLION / max(1, scenario["pages"])
-    lines = {key: scenario["cost"].get(key, 0.0) * scale for key, _ in LINES}
-    # Billed by the query, 10 MB at least: each UNLOAD's measured bytes scaled to a million pages, then billed.
-    lines["athena_scan"] = parquet_copy_cost.per_million(scenario, PriceList(**report["prices"]))
+def run_lines(report: dict[str, Any], scenario: dict[str, Any], concurrency: int) -> dict[str, float]:
+    """Dollars a run spent per line, as metered, but Lambda compute from :func:`lambda_model` over the run's pages
+    and without the Parquet copy's scan (billed a query at a time: :func:`parquet_copy_cost.at_pages`)."""
+    lines = {key: float(scenario["cost"].get(key, 0.0)) for key, _ in LINES if key != "athena_scan"}
     model = lambda_model(report, scenario, concurrency)
     gb_s = model["fetcher"] + model["scheduler"] + model["finalizer"]
-    lines["lambda_compute"] = gb_s * report["prices"]["lambda_per_gb_s"]
-    lines["total"] = sum(lines[key] for key, _ in LINES)
+    lines["lambda_compute"] = gb_s * report["prices"]["lambda_per_gb_s"] * scenario["pages"] / MILLION
     return lines
+
+
+def fit(
+    small_pages: int, small_lines: dict[str, float], large_pages: int, large_lines: dict[str, float]
+) -> dict[str, dict[str, float]]:
+    """A straight line through two runs of the same scenario, per line: ``per_million`` (the slope, dollars a
+    million pages) and ``fixed`` (the intercept, dollars a run whatever its size). Scaling one run instead would
+    count its fixed part once a run's worth of pages, a million pages' worth of times."""
+    span = large_pages - small_pages
+    if span <= 0:
+        raise ValueError(f"the larger run ({large_pages} pages) must have more pages than the smaller ({small_pages})")
+    fitted: dict[str, dict[str, float]] = {"per_million": {}, "fixed": {}}
+    for key, large in large_lines.items():
+        slope = (large - small_lines.get(key, 0.0)) / span
+        fitted["per_million"][key] = slope * MILLION
+        fitted["fixed"][key] = large - slope * large_pages
+    return fitted
+
+
+def _model_slope(report: dict[str, Any], scenario: dict[str, Any], concurrency: int) -> dict[str, float]:
+    """:func:`lambda_model`'s GB-s a million pages, the slope between the two sizes (the scans a run makes once
+    not counted a million pages' worth of times)."""
+    small = small_for(report, scenario["label"])
+    if small is None:
+        return {}
+
+    def run_gb_s(s: dict[str, Any]) -> dict[str, float]:
+        model = lambda_model(report, s, concurrency)
+        return {key: model[key] * s["pages"] / MILLION for key in ("fetcher", "scheduler", "finalizer")}
+
+    fitted = fit(int(small["pages"]), run_gb_s(small), int(scenario["pages"]), run_gb_s(scenario))["per_million"]
+    return fitted
+
+
+def small_for(report: dict[str, Any], label: str) -> dict[str, Any] | None:
+    """The same scenario at the smaller size (None in a report from before `make cost` measured two)."""
+    return next((s for s in report.get("small_scenarios", []) if s["label"] == label), None)
+
+
+def per_million(report: dict[str, Any], scenario: dict[str, Any], concurrency: int) -> dict[str, dict[str, float]]:
+    """Per line and in total: ``per_million`` (the slope), ``fixed`` (a run's intercept) and ``run`` (what a run
+    of a million pages costs: the two added, the copy's scan billed at that run's size). Without a smaller run
+    the line goes through nothing (a report from before two sizes were measured)."""
+    small = small_for(report, scenario["label"])
+    small_pages = 0 if small is None else int(small["pages"])
+    small_lines = {} if small is None else run_lines(report, small, concurrency)
+    fitted = fit(small_pages, small_lines, int(scenario["pages"]), run_lines(report, scenario, concurrency))
+    prices = PriceList(**report["prices"])
+    # Billed by the query, 10 MB at least: the run's fixed part holds none of it, a million pages all of it.
+    copy = parquet_copy_cost.at_pages(scenario, small, MILLION)
+    fitted["per_million"]["athena_scan"] = parquet_copy_cost.price(copy, prices=prices) if copy else 0.0
+    fitted["fixed"]["athena_scan"] = 0.0
+    fitted["run"] = {key: fitted["fixed"][key] + fitted["per_million"][key] for key, _ in LINES}
+    for part in fitted.values():
+        part["total"] = sum(part[key] for key, _ in LINES)
+    return fitted
 
 
 def _copy_source(report: dict[str, Any]) -> list[str]:
@@ -101,16 +154,51 @@ def _copy_rows(report: dict[str, Any], scenarios: list[dict[str, Any]]) -> list[
         queries, pages = copy.get("queries", []), copy.get("pages", s["pages"])
         scanned = sum(q["scanned_bytes"] for q in queries)
         prices = PriceList(**report["prices"])
-        per_million = parquet_copy_cost.per_million(s, prices)
+        at_a_million = parquet_copy_cost.at_pages(s, small_for(report, s["label"]), MILLION)
+        scanned_at_a_million = sum(q["scanned_bytes"] for q in at_a_million)
         rows.append(
-            f"| {s['label']} | {pages:,} | {len(queries)} | {scanned:,} bytes | {scanned / max(1, pages):,.0f} |"
-            f" ${parquet_copy_cost.price(queries, prices=prices):.5f} | {_usd(per_million)} |"
+            f"| {s['label']} | {pages:,} | {len(queries)} | {scanned:,} bytes | {scanned_at_a_million / MILLION:,.0f} |"
+            f" ${parquet_copy_cost.price(queries, prices=prices):.5f} |"
+            f" {_usd(parquet_copy_cost.price(at_a_million, prices=prices) if queries else 0.0)} |"
         )
     return rows
 
 
+def _once_calls(report: dict[str, Any], scenarios: list[dict[str, Any]], operations: list[str]) -> list[str]:
+    """The calls a run makes whatever its size: each operation's intercept between the two sizes measured."""
+    pairs = [(s, small_for(report, s["label"])) for s in scenarios]
+    if any(small is None for _, small in pairs):
+        return []
+    out = [
+        "",
+        "Of those, the calls a run makes whatever its size (each operation's intercept between the two sizes; a",
+        "fraction or a negative count is noise: calls a page that varied between the two runs):",
+        "",
+        "| operation | " + " | ".join(s["label"] for s in scenarios) + " |",
+        "|---|" + "---:|" * len(scenarios),
+    ]
+    for op in operations:
+        cells = []
+        for large, small in pairs:
+            assert small is not None
+            fitted = fit(
+                int(small["pages"]),
+                {op: small["calls"].get(op, 0)},
+                int(large["pages"]),
+                {op: large["calls"].get(op, 0)},
+            )
+            cells.append(f"{fitted['fixed'][op]:,.1f}")
+        out.append(f"| `{op}` | " + " | ".join(cells) + " |")
+    return out
+
+
 def _price(value: float) -> str:
     return "$" + f"{value:.10f}".rstrip("0").rstrip(".")
+
+
+def _fixed_usd(value: float) -> str:
+    """Dollars a run: a fraction of a cent, so to the hundred-thousandth (a sign kept)."""
+    return ("−" if value < 0 else "") + f"${abs(value):,.5f}"
 
 
 def _usd(value: float) -> str:
@@ -145,43 +233,96 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         f"Memory: scheduler {report['memory_mb']['scheduler']} MB, fetcher {report['memory_mb']['fetcher']} MB,"
         f" finalizer {report['memory_mb']['finalizer']} MB.",
         "",
-        "## Per million pages",
+        "## Per million pages, and a run's fixed cost",
         "",
-        "| run | pages measured | fetched | not modified | WRU / page | per million pages | target |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| run | pages measured | fetched | not modified | WRU / page | fixed, a run | per million pages |"
+        " a 1M-page run | target (per million) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    million: dict[str, dict[str, float]] = {}
+    million: dict[str, dict[str, dict[str, float]]] = {}
     for s in scenarios:
         c = concurrency.get(s["crawl"], 16)
-        lines = million[s["label"]] = per_million(report, s, c)
+        fitted = million[s["label"]] = per_million(report, s, c)
+        slope = fitted["per_million"]["total"]
         target = TARGETS.get(s["label"])
-        verdict = "" if target is None else f"≤ ${target:.2f}: " + ("**met**" if lines["total"] <= target else "MISSED")
+        verdict = "" if target is None else f"≤ ${target:.2f}: " + ("**met**" if slope <= target else "MISSED")
+        small = small_for(report, s["label"])
+        measured = f"{s['pages']:,}" if small is None else f"{small['pages']:,} and {s['pages']:,}"
         out.append(
-            f"| {s['label']} | {s['pages']:,} | {s['fetched']:,} | {s['not_modified']:,} |"
-            f" {s['dynamodb']['wru_per_page']:.3f} | **{_usd(lines['total'])}** | {verdict} |"
+            f"| {s['label']} | {measured} | {s['fetched']:,} | {s['not_modified']:,} |"
+            f" {s['dynamodb']['wru_per_page']:.3f} | {_fixed_usd(fitted['fixed']['total'])} | **{_usd(slope)}** |"
+            f" {_usd(fitted['run']['total'])} | {verdict} |"
         )
+    fixed = sorted(million[s["label"]]["fixed"]["total"] for s in scenarios)
+    fraction = report.get("small_fraction")
     out += [
         "",
-        "Each figure is the run's metered calls scaled to a million pages (they grow linearly: a run's",
-        "fixed part is a handful of calls), with Lambda compute at the stated latency, the spec's concurrency",
-        "and the memory above, as the next section computes it. The Athena line is the run's Parquet copy",
+        *(
+            [
+                f"Each scenario ran twice, at the size above and at {fraction:g} of it (fetched and not modified are"
+                " the larger run's),",
+                "and every line is a straight line through the two runs' costs: its slope, dollars a million pages,",
+                "and its intercept, what a run costs whatever its size. A run's fixed part is measured at",
+                f"{_fixed_usd(fixed[0])} to {_fixed_usd(fixed[-1])} a run (the S3 writes the finalizer makes once,"
+                " the scheduler's plan, the index and manifest",
+                "and the Parquet copy's calls); a 1M-page run costs the two together. The target judges the slope,",
+                "the per million pages column, not the scaled cost of one run (which counts the fixed part again for"
+                " every run's worth of pages).",
+            ]
+            if fraction is not None
+            else [
+                "Each figure is the run's metered calls scaled to a million pages (one size measured: its fixed part"
+                " is scaled with it).",
+            ]
+        ),
+        "Lambda compute is at the stated latency, the spec's concurrency and the memory above, as the",
+        "next section computes it. The Athena line is the run's Parquet copy",
         "(`sluice/pipeline/columnar.py`): one `UNLOAD` a table, started by the finalizer, which reads every byte",
         "of the run's JSON Lines. moto runs no SQL, so its scan is the size of the JSON Lines objects under each",
         "copied table's location, as the run wrote them (see [the copy's scan](#the-parquet-copys-athena-scan)).",
         "",
-        "### By line, per million pages",
+        "### By line, per million pages (the slope)",
         "",
         "| line | " + " | ".join(s["label"] for s in scenarios) + " |",
         "|---|" + "---:|" * len(scenarios),
     ]
     for key, name in LINES:
-        out.append(f"| {name} | " + " | ".join(_usd(million[s["label"]][key]) for s in scenarios) + " |")
-    out.append("| **total** | " + " | ".join(f"**{_usd(million[s['label']]['total'])}**" for s in scenarios) + " |")
+        out.append(f"| {name} | " + " | ".join(_usd(million[s["label"]]["per_million"][key]) for s in scenarios) + " |")
+    out.append(
+        "| **total** | "
+        + " | ".join(f"**{_usd(million[s['label']]['per_million']['total'])}**" for s in scenarios)
+        + " |"
+    )
+    out += [
+        "",
+        "### By line, a run's fixed cost (the intercept)",
+        "",
+        "The Athena scan has none: it is billed by the query, and a 1M-page run's queries are priced at their size.",
+        "A line measured a little below zero is the two runs' noise around a fixed part of nothing.",
+        "",
+        "| line | " + " | ".join(s["label"] for s in scenarios) + " |",
+        "|---|" + "---:|" * len(scenarios),
+    ]
+    for key, name in LINES:
+        out.append(f"| {name} | " + " | ".join(_fixed_usd(million[s["label"]]["fixed"][key]) for s in scenarios) + " |")
+    out.append(
+        "| **total** | "
+        + " | ".join(f"**{_fixed_usd(million[s['label']]['fixed']['total'])}**" for s in scenarios)
+        + " |"
+    )
+    out.append(
+        "| **a 1M-page run** | "
+        + " | ".join(f"**{_usd(million[s['label']]['run']['total'])}**" for s in scenarios)
+        + " |"
+    )
     out += ["", "## Lambda time", ""]
     first = scenarios[0]
     c0 = concurrency.get(first["crawl"], 16)
-    model = lambda_model(report, first, c0)
+    model = lambda_model(report, first, c0) | _model_slope(report, first, c0)
     out += [
+        f"From the larger runs ({first['pages']:,} pages of the demo crawl, first run). The per-million lines above"
+        " put this model through both sizes.",
+        "",
         f"A fetcher invocation takes {BATCH_URLS} URLs; with the spec's concurrency ({c0} for the demo crawl) and",
         f"{report['site_latency_ms']} ms a page, it waits ⌈{BATCH_URLS}/{c0}⌉ × {report['site_latency_ms']} ms on the"
         f" site, plus {SEQUENTIAL_CALLS_PER_BATCH} AWS calls made one after another",
@@ -192,9 +333,11 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "run's URLs once (the tasks it makes wait in S3 for the sends); the finalizer scans the run's URLs twice"
         " and moves its parts and the reused records",
         f"through S3 (stated at {S3_BYTES_PER_S // 1024 // 1024} MB/s): together"
-        f" {model['scheduler'] + model['finalizer']:,.0f} GB-s per million pages.",
+        f" {model['scheduler'] + model['finalizer']:,.0f} GB-s per million pages"
+        " (the slope between the two sizes measured).",
         "",
-        "Measured on the emulated stack, for comparison (every invocation timed; moto is in-process and",
+        "Measured on the emulated stack, for comparison (the larger runs, every invocation timed, scaled from that"
+        " run; moto is in-process and",
         "slower than DynamoDB at scans, and the machine's two cores are shared by the site and the workers):",
         "",
         "| run | fetcher invocations | fetcher s / page | scheduler s | finalizer s | Lambda at measured time |",
@@ -212,6 +355,8 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "",
         "## Calls per page, as metered",
         "",
+        "In the larger runs, every call over the run's pages (the calls a run makes once included):",
+        "",
         "| operation | " + " | ".join(s["label"] for s in scenarios) + " |",
         "|---|" + "---:|" * len(scenarios),
     ]
@@ -220,6 +365,7 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         out.append(
             f"| `{op}` | " + " | ".join(f"{s['calls'].get(op, 0) / max(1, s['pages']):.3f}" for s in scenarios) + " |"
         )
+    out += _once_calls(report, scenarios, operations)
     out += [
         "",
         "A page costs one conditional `PutItem`, its result: seeds are never claimed, and a nightly run",
@@ -240,10 +386,13 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "Measured from each run's objects: the bytes of its JSON Lines files each `UNLOAD` reads (Athena reads",
         "a JSON file whole), billed a query at a time: rounded up to the next MB, at least 10 MB,"
         f" {_price(prices.get('athena_per_tb_scanned', 5.0))} per TB",
-        "(`bench/parquet_copy_cost.py`). A million pages is each query's bytes scaled, then billed.",
+        "(`bench/parquet_copy_cost.py`). A 1M-page run's queries are each table's bytes a page (between the two"
+        " sizes measured) times a million, plus what it reads whatever the size, then billed: the per million"
+        " pages line above, the 10 MB minimum long left behind.",
         *_copy_source(report),
         "",
-        "| run | pages | UNLOADs (one a table) | JSON Lines scanned | bytes a page | that run | per million pages |",
+        "| run | pages (the larger run) | UNLOADs (one a table) | JSON Lines scanned | bytes a page, at 1M pages |"
+        " that run | a 1M-page run |",
         "|---|---:|---:|---:|---:|---:|---:|",
         *_copy_rows(report, scenarios),
         "",
@@ -252,7 +401,7 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "Every run's `summary.json` (and `sluice run`'s summary) carries `cost`: the finalizer's estimate from",
         "the run's own counts (result sizes, claims, batches, parts, output bytes, time pages waited on the",
         "site) at these prices; it leaves out the Parquet copy's Athena scan (the copy is started after the",
-        "summary is written). Beside the metered figure for the same run:",
+        "summary is written). Beside the metered figure for the same run (the larger runs):",
         "",
         "| run | metered | the summary's estimate |",
         "|---|---:|---:|",

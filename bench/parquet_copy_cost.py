@@ -56,3 +56,20 @@ def per_million(scenario: dict[str, Any], prices: PriceList = US_EAST_1) -> floa
     copy = scenario.get("parquet_copy", {})
     queries = copy.get("queries", [])
     return price(queries, MILLION / max(1, copy.get("pages", scenario["pages"])), prices) if queries else 0.0
+
+
+def at_pages(large: dict[str, Any], small: dict[str, Any] | None, pages: int) -> list[dict[str, Any]]:
+    """The copy's queries of a run of ``pages`` pages: each table's bytes a page (the slope between the two measured
+    sizes, or the one run's bytes a page without a smaller one) times ``pages``, plus the bytes it reads whatever
+    the run's size (the intercept, never below nothing). Billed as Athena would bill a run that size
+    (:func:`price`), not scaled up from the 10 MB a small run is billed."""
+    queries = large.get("parquet_copy", {}).get("queries", [])
+    large_pages = large.get("parquet_copy", {}).get("pages", large["pages"])
+    measured = {} if small is None else {q["table"]: q["scanned_bytes"] for q in small["parquet_copy"]["queries"]}
+    small_pages = 0 if small is None else small["parquet_copy"].get("pages", small["pages"])
+    out = []
+    for query in queries:
+        a_page = (query["scanned_bytes"] - measured.get(query["table"], 0)) / max(1, large_pages - small_pages)
+        fixed = query["scanned_bytes"] - a_page * large_pages
+        out.append({"table": query["table"], "scanned_bytes": max(0.0, fixed + a_page * pages)})
+    return out
