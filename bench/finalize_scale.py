@@ -48,6 +48,7 @@ from sluice.adapters.local import LocalStore
 from sluice.adapters.local.frontier import SqliteFrontier
 from sluice.adapters.local.objects import FileObjects, FileWriter
 from sluice.domain.cost import US_EAST_1
+from sluice.domain.shards import Shard
 from sluice.pipeline.finalize import Finalized, finalize_run, shard_completed
 from sluice.pipeline.finalize_shards import Attempt, run_task
 from sluice.pipeline.services import Services, Tuning
@@ -90,10 +91,12 @@ def metered(meter: Meter) -> Iterator[None]:
     real_finalize = finalize_run  # what local_runner calls (patched below)
     inside = threading.Event()
 
-    def scan(self: SqliteFrontier, run_id: str, *, consistent: bool = True) -> Iterator[Any]:
+    def scan(
+        self: SqliteFrontier, run_id: str, *, consistent: bool = True, shard: Shard | None = None
+    ) -> Iterator[Any]:
         if inside.is_set():
             meter.calls["frontier.scan"] += 1
-        for entry in real_scan(self, run_id, consistent=consistent):
+        for entry in real_scan(self, run_id, consistent=consistent, shard=shard):
             meter.entries += inside.is_set()
             yield entry
 
