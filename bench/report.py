@@ -280,10 +280,11 @@ def finalizer_section(found: dict[str, Any]) -> list[str]:
             "",
             "For a million pages, the same per-page figures: "
             f"{first['ms_per_page'] * 1e6 / 1000:,.0f} s of the finalizer's own work, {moved_gb:,.1f} GB read and"
-            f" written, about {per_page_mb * 1e6 / 1024:,.1f} GB of memory at most; on Lambda add S3 transfer"
-            f" at 100 MB/s (~{moved_gb * 1024 / 100:,.0f} s) and two DynamoDB scans of ~700 MB"
-            " (~1,400 1 MB pages at ~30 ms: ~45 s). About five minutes in all,"
-            " inside the finalizer's 15 minutes and its 2,048 MB.",
+            f" written; on Lambda add S3 transfer at 100 MB/s (~{moved_gb * 1024 / 100:,.0f} s) and two DynamoDB"
+            " scans of ~700 MB (~1,400 1 MB pages at ~30 ms: ~45 s), spread over the run's shards. Memory does not"
+            ' scale this way on Lambda: each shard task is its own invocation (see "Finalizing in shards" below'
+            " for the largest task's peak). The local store finalizes every shard in this one process, so its"
+            f" RSS rise grows with the run, about {per_page_mb * 1024:,.1f} KB a page here.",
             "",
         ]
     return lines
@@ -501,7 +502,9 @@ def markdown(result: dict[str, Any]) -> str:
         "```",
         "",
         "Results land in `bench/results/bench-YYYYMMDD-HHMMSS.json` and `bench/results/latest.json`;",
-        "`python -m bench.report` rewrites this page from `latest.json`.",
+        "`python -m bench.report` rewrites this page from `latest.json`. The A/B measurements made by hand while",
+        "building the engine (fetching while writing, letting a host go, worker processes) are in",
+        "[engine-experiments.md](engine-experiments.md), which this command never rewrites.",
         "",
     ]
     return "\n".join(lines)
