@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from moto import mock_aws
 
 from sluice.adapters.aws import clients, keys
 from sluice.adapters.aws.frontier import DynamoFrontier
@@ -20,6 +19,8 @@ from sluice.domain.hosts import HostState
 from sluice.domain.pages import url_hash
 from sluice.messages import UrlTask
 
+from .conftest import moto_ledger
+
 TABLE = "sluice-test-ledger"
 AT = datetime(2030, 1, 1, tzinfo=UTC)
 """Years from the wall clock: an adapter that read the wall clock instead would show."""
@@ -28,22 +29,8 @@ TTL_DAYS = 15
 
 @pytest.fixture
 def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        clients.reset()
-        clients.client("dynamodb").create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+    with moto_ledger(monkeypatch, TABLE):
         yield
-    clients.reset()
 
 
 def _expiry(key: dict[str, str]) -> int:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from sluice.adapters.aws import clients, codec
 from sluice.adapters.aws.frontier import DynamoFrontier
@@ -24,6 +23,8 @@ from sluice.adapters.local.store import Database
 from sluice.domain.pages import ArchiveRef, PageResult, PartBlock, RecordCounts, UrlEntry, url_hash
 from sluice.messages import UrlTask
 from sluice_tools.meter.dynamo_size import item_size
+
+from .conftest import moto_ledger
 
 TABLE = "sluice-test-ledger"
 RUN = "20261201T000000Z-abcdef"
@@ -124,23 +125,8 @@ RESULT_ATTRIBUTES = {
 
 @pytest.fixture
 def dynamo(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        clients.reset()
-        db = clients.client("dynamodb")
-        db.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield db
-    clients.reset()
+    with moto_ledger(monkeypatch, TABLE):
+        yield clients.client("dynamodb")
 
 
 def test_a_result_item_holds_exactly_these_attributes_and_the_expiry_is_t() -> None:

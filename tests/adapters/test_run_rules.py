@@ -12,9 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from moto import mock_aws
 
-from sluice.adapters.aws import clients
 from sluice.adapters.aws.frontier import DynamoFrontier
 from sluice.adapters.aws.ledger import DynamoRunLedger
 from sluice.adapters.local.frontier import SqliteFrontier
@@ -23,6 +21,8 @@ from sluice.adapters.local.store import Database
 from sluice.domain.clock import FixedClock
 from sluice.domain.runs import Progress, RunInFlight, claim_room, finished, iso, overdue
 from sluice.messages import UrlTask
+
+from .conftest import moto_ledger
 
 TABLE = "sluice-test-ledger"
 OPENED = datetime(2026, 12, 1, 21, 0, 0, tzinfo=UTC)
@@ -48,22 +48,8 @@ def store(
         db = Database(tmp_path)
         yield SqliteRunLedger(db, clock=clock), SqliteFrontier(db)
         return
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        clients.reset()
-        clients.client("dynamodb").create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+    with moto_ledger(monkeypatch, TABLE):
         yield DynamoRunLedger(TABLE, clock=clock), DynamoFrontier(TABLE, ttl_days=15, writers=2, clock=clock)
-    clients.reset()
 
 
 AT = [

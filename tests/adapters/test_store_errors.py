@@ -18,9 +18,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
-from moto import mock_aws
 
-from sluice.adapters.aws import clients
 from sluice.adapters.aws.frontier import DynamoFrontier
 from sluice.adapters.aws.hosts import DynamoHostBook
 from sluice.adapters.aws.ledger import DynamoRunLedger
@@ -39,6 +37,8 @@ from sluice.domain.errors import Conflict, Denied, Missing, StoreError, Throttle
 from sluice.domain.pages import PageResult
 from sluice.domain.runs import RunInFlight
 
+from .conftest import moto_ledger
+
 TABLE = "sluice-test-ledger"
 BUCKET = "sluice-test-records"
 KEY = "work/crawl=c/run=r/parts/p1.jsonl"
@@ -50,23 +50,8 @@ Ledger = DynamoRunLedger | SqliteRunLedger
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        clients.reset()
-        clients.client("dynamodb").create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        clients.client("s3").create_bucket(Bucket=BUCKET)
+    with moto_ledger(monkeypatch, TABLE, bucket=BUCKET):
         yield
-    clients.reset()
 
 
 @pytest.fixture(params=["moto", "sqlite"])
