@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from infra.monitoring import ALARMS_PER_CRAWL, PIPELINE_ALARMS
@@ -196,6 +197,18 @@ def _price(value: float) -> str:
     return "$" + f"{value:.10f}".rstrip("0").rstrip(".")
 
 
+def _line_table(
+    scenarios: list[dict[str, Any]], million: dict[str, Any], part: str, money: Callable[[float], str]
+) -> list[str]:
+    """A table of each cost line across the scenarios, and their total: ``part`` is ``per_million`` or ``fixed``."""
+    out = ["| line | " + " | ".join(s["label"] for s in scenarios) + " |", "|---|" + "---:|" * len(scenarios)]
+    for key, name in LINES:
+        out.append(f"| {name} | " + " | ".join(money(million[s["label"]][part][key]) for s in scenarios) + " |")
+    totals = " | ".join(f"**{money(million[s['label']][part]['total'])}**" for s in scenarios)
+    out.append(f"| **total** | {totals} |")
+    return out
+
+
 def _fixed_usd(value: float) -> str:
     """Dollars a run: a fraction of a cent, so to the hundred-thousandth (a sign kept)."""
     return ("−" if value < 0 else "") + f"${abs(value):,.5f}"
@@ -283,33 +296,15 @@ def render(report: dict[str, Any], concurrency: dict[str, int] | None = None) ->
         "",
         "### By line, per million pages (the slope)",
         "",
-        "| line | " + " | ".join(s["label"] for s in scenarios) + " |",
-        "|---|" + "---:|" * len(scenarios),
-    ]
-    for key, name in LINES:
-        out.append(f"| {name} | " + " | ".join(_usd(million[s["label"]]["per_million"][key]) for s in scenarios) + " |")
-    out.append(
-        "| **total** | "
-        + " | ".join(f"**{_usd(million[s['label']]['per_million']['total'])}**" for s in scenarios)
-        + " |"
-    )
-    out += [
+        *_line_table(scenarios, million, "per_million", _usd),
         "",
         "### By line, a run's fixed cost (the intercept)",
         "",
         "The Athena scan has none: it is billed by the query, and a 1M-page run's queries are priced at their size.",
         "A line measured a little below zero is the two runs' noise around a fixed part of nothing.",
         "",
-        "| line | " + " | ".join(s["label"] for s in scenarios) + " |",
-        "|---|" + "---:|" * len(scenarios),
+        *_line_table(scenarios, million, "fixed", _fixed_usd),
     ]
-    for key, name in LINES:
-        out.append(f"| {name} | " + " | ".join(_fixed_usd(million[s["label"]]["fixed"][key]) for s in scenarios) + " |")
-    out.append(
-        "| **total** | "
-        + " | ".join(f"**{_fixed_usd(million[s['label']]['fixed']['total'])}**" for s in scenarios)
-        + " |"
-    )
     out.append(
         "| **a 1M-page run** | "
         + " | ".join(f"**{_usd(million[s['label']]['run']['total'])}**" for s in scenarios)
