@@ -42,7 +42,14 @@ def crawl(
             crawls, tmp_path / f"moto-{spec.name}", workers=workers, allow_loopback=True, config=config
         )
         return runner.run(spec)
-    fleet = LocalFleet(crawls, tmp_path / f"state-{spec.name}", workers=workers, allow_loopback=True, config=config)
+    fleet = LocalFleet(
+        crawls,
+        tmp_path / f"state-{spec.name}",
+        workers=workers,
+        batch_messages=config.batch_size,  # the batches the emulated stack plays too
+        allow_loopback=True,
+        config=config,
+    )
     return fleet.run(spec)
 
 

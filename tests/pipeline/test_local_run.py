@@ -210,7 +210,9 @@ def test_robots_txt_is_asked_once_per_run_however_many_fetchers(
     if emulate:
         run = EmulatedRunner(crawls, tmp_path / "moto", workers=4, allow_loopback=True, config=one_each).run(spec)
     else:
-        run = LocalFleet(crawls, tmp_path / "state", workers=4, allow_loopback=True, config=one_each).run(spec)
+        state = tmp_path / "state"
+        fleet = LocalFleet(crawls, state, workers=4, batch_messages=1, allow_loopback=True, config=one_each)
+        run = fleet.run(spec)
     assert run.summary.pages.fetched == 40
     assert site.stats.count("/robots.txt") == 1
 

@@ -64,7 +64,13 @@ def test_a_run_on_worker_processes_counts_each_page_once_keeps_the_cap_and_write
     with running_demo_site(books=BOOKS, latency_ms=10) as site:
         crawls, spec = _spec_folder(tmp_path, books_spec, site.base_url, cap=2)
         fleet = LocalFleet(
-            crawls, tmp_path / "state", workers=4, processes=2, allow_loopback=True, config=SMALL_BATCHES
+            crawls,
+            tmp_path / "state",
+            workers=4,
+            processes=2,
+            batch_messages=SMALL_BATCHES.batch_size,
+            allow_loopback=True,
+            config=SMALL_BATCHES,
         )
         run = fleet.run(spec)
         stats = site.stats.snapshot(with_log=False)

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sluice import defaults
 from sluice.domain.runs import RunInFlight
 from sluice.spec import SpecError, load_spec
 from sluice.spec.columns import field_names
@@ -129,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
                     state,
                     workers=args.workers,
                     processes=args.processes or default_processes(args.workers),
+                    batch_messages=args.batch_messages,
                     allow_loopback=args.allow_loopback,
                     say=say,
                 )
@@ -143,6 +145,18 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(as_text(run))
     return 0 if run.summary.healthy else 1
+
+
+def _batch_messages(text: str) -> int:
+    """``--batch-messages``' value, or argparse's error (it names the option) saying what it takes."""
+    top = defaults.LOCAL_BATCH_MESSAGES_MAX
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= top:
+        raise argparse.ArgumentTypeError(f"takes a whole number from 1 to {top}, not {text!r}")
+    return value
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -203,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="processes the workers are spread over, each with its own event loop (default: one a core, "
         "at most --workers)",
+    )
+    run.add_argument(
+        "--batch-messages",
+        type=_batch_messages,
+        default=defaults.LOCAL_BATCH_MESSAGES,
+        help=f"messages a worker receives at once, 1-{defaults.LOCAL_BATCH_MESSAGES_MAX} "
+        f"(default {defaults.LOCAL_BATCH_MESSAGES}; the stack's SQS batches, and --emulate-aws, take "
+        f"{defaults.BATCH_SIZE})",
     )
     run.add_argument(
         "--restart", action="store_true", help="close a run a killed command left (as unfinished) and start anew"

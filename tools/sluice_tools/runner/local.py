@@ -52,6 +52,19 @@ LOCAL_EARLY_WRITE_URLS = 20
 PROGRESS_EVERY_S = 0.2
 
 
+def batch_messages_checked(value: int) -> int:
+    """``value`` if it is a batch a worker may receive; else ValueError naming the setting and its range."""
+    top = defaults.LOCAL_BATCH_MESSAGES_MAX
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+        raise ValueError(f"batch_messages must be a whole number from 1 to {top}, got {value!r}")
+    return value
+
+
+def _backlog_for(stack_backlog: int, batch_messages: int) -> int:
+    """The stack's cap on a host's queued messages, raised to a batch (0, no cap, stays so)."""
+    return 0 if stack_backlog == 0 else max(stack_backlog, batch_messages)
+
+
 @dataclass(frozen=True, slots=True)
 class Resumed:
     run: RunState
@@ -74,6 +87,7 @@ class LocalFleet:
         *,
         workers: int = 4,
         processes: int = 1,
+        batch_messages: int = defaults.LOCAL_BATCH_MESSAGES,
         allow_loopback: bool = False,
         config: StackConfig = DEFAULT,
         say: Callable[[str], None] | None = None,
@@ -82,6 +96,8 @@ class LocalFleet:
         self.specs_dir, self.state_dir, self.workers = specs_dir, state_dir, max(1, workers)
         self.processes = max(1, processes)
         """Processes the workers are spread over (1: every worker on this process's event loop)."""
+        self.batch_messages = batch_messages_checked(batch_messages)
+        """Messages a worker receives at once: the runner's own (the stack's SQS batches are ``config.batch_size``)."""
         self._logs: Path | None = None
         self.config = config
         self.clock = clock
@@ -100,7 +116,8 @@ class LocalFleet:
             urls_per_message=config.urls_per_message,
             batch_size=config.batch_size,
             pack_receives=config.pack_receives,
-            host_backlog_messages=config.host_backlog_messages,
+            # A host's backlog holds at least a batch: else a batch of one host is cut at its backlog.
+            host_backlog_messages=_backlog_for(config.host_backlog_messages, self.batch_messages),
             # Parts are files here: a batch writes its first half while it fetches the second (pipeline/writer.py).
             early_write_urls=LOCAL_EARLY_WRITE_URLS,
             fetcher_memory_mb=config.fetcher.memory_mb,
@@ -200,7 +217,7 @@ class LocalFleet:
                 finalize_later=lambda _: None,
                 continue_start=lambda _: None,
             )
-            return Batches(run_id, store.queue, on_store, self.config.batch_size)
+            return Batches(run_id, store.queue, on_store, self.batch_messages)
 
         plan = WorkerPlan(self._logs, open_store, batches, self.tuning.allow_loopback)
         logger.info("worker processes", extra={"crawl": spec.name, "run_id": run_id, "processes": self.processes})
@@ -257,7 +274,7 @@ class _Drain:
     ) -> None:
         self.fleet, self.spec, self.run_id, self.store, self.services = fleet, spec, run_id, store, services
         self.requests, self.progress = requests, progress
-        self.batches = Batches(run_id, store.queue, services, fleet.config.batch_size)
+        self.batches = Batches(run_id, store.queue, services, fleet.batch_messages)
         self.pool: WorkerProcesses | None = None
 
     async def run(self, pool: WorkerProcesses | None = None) -> None:

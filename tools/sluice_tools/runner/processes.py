@@ -39,6 +39,9 @@ VISIBILITY_S = 900.0
 """A received message stays hidden while its worker lives; only a dead process leaves one behind,
 and the next run releases those at once (so this is never waited out)."""
 IDLE_WAIT_S = 0.02
+IDLE_WAIT_MAX_S = 0.32
+"""An idle worker asks the queue again after 20 ms, doubling up to this while it finds nothing (or at once
+when a worker of its process ends a batch: the host that batch held is free, its links are queued)."""
 PR_SET_PDEATHSIG = 1
 STOP_WAIT_S = 30.0
 """How long the parent waits for its workers to see the stop and close their pools before it kills them."""
@@ -57,15 +60,21 @@ class Batches:
     queue: SqliteQueue
     services: Services
     batch_size: int
+    """Messages a worker receives at once."""
     busy: int = field(default=0)
     """Batches being visited in this process now."""
+    _ended: asyncio.Event | None = field(default=None, init=False, repr=False)
+    """Set (and replaced) when a batch of this process ends: wakes its idle workers."""
 
     async def work(self, container: Container, stopped: Callable[[], bool]) -> None:
+        idle = IDLE_WAIT_S
         while not stopped():
             received = await asyncio.to_thread(self.queue.receive, self.run_id, self.batch_size, VISIBILITY_S)
             if not received:
-                await asyncio.sleep(IDLE_WAIT_S)
+                await self._idle(idle)
+                idle = min(2 * idle, IDLE_WAIT_MAX_S)
                 continue
+            idle = IDLE_WAIT_S
             self.busy += 1
             try:
                 results = await visit_batch(received, self.services, container)
@@ -73,6 +82,19 @@ class Batches:
                 await asyncio.to_thread(self.queue.delete, done)
             finally:
                 self.busy -= 1
+                self._wake()
+
+    async def _idle(self, seconds: float) -> None:
+        """Wait ``seconds``, or less if a batch of this process ends meanwhile."""
+        if self._ended is None:
+            self._ended = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ended.wait(), seconds)
+
+    def _wake(self) -> None:
+        ended, self._ended = self._ended, None
+        if ended is not None:
+            ended.set()
 
 
 @dataclass(frozen=True, slots=True)
