@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +13,10 @@ import yaml
 from infra.config import DEFAULT
 
 from sluice import defaults
+from sluice.domain.clock import ShiftedClock
 from sluice.spec import parse_spec
 from sluice_tools.cli import main
-from sluice_tools.demosite import RunningDemoSite
+from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.runner.local import LocalFleet
 
 from .conftest import SpecData
@@ -88,3 +91,36 @@ def test_the_cli_passes_its_batch_size_to_the_run(
     assert out["pages"]["fetched"] == URLS
     (logs,) = (state / "logs").glob("*.jsonl")
     assert [b["messages"] for b in batches(str(logs))] == [40, 1]
+
+
+def test_a_batch_outlasting_fifteen_minutes_is_never_handed_to_a_second_worker(
+    tmp_path: Path, books_spec: SpecData
+) -> None:
+    """A batch of a slow host outlives the 900 s its messages were hidden for: another worker took them while
+    it still visited them, asking the host twice at once and fetching its pages again. Now they stay its own."""
+    pages = [f"/catalogue/page-{n}.html" for n in range(1, 41)]
+    clock = ShiftedClock()
+    with running_demo_site(books=len(pages) * 20, latency_ms=10) as site:
+        data = books_spec(CRAWL, site.base_url, pages=0, urls=pages, max_depth=0)
+        data["politeness"] |= {"concurrency": 1, "concurrency_per_domain": 1}
+        crawls = tmp_path / "crawls"
+        crawls.mkdir()
+        (crawls / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+
+        def a_slow_batch() -> None:  # the one batch has begun: on the pipeline's clock, it lasts 1,000 s
+            give_up = time.monotonic() + 30
+            while site.stats.total < 5 and time.monotonic() < give_up:
+                time.sleep(0.005)
+            clock.advance(1000)
+
+        moves = threading.Thread(target=a_slow_batch, daemon=True)
+        moves.start()
+        fleet = LocalFleet(crawls, tmp_path / "state", workers=2, batch_messages=4, allow_loopback=True, clock=clock)
+        run = fleet.run(parse_spec(data))
+        moves.join(30)
+        counts = {page: site.stats.count(page) for page in pages}
+        most_at_once = max(site.stats.snapshot(with_log=False)["max_in_flight_by_host"].values())
+    assert clock() - time.time() > 999  # the batch did outlast the old visibility
+    assert run.summary.pages.fetched == len(pages)
+    assert counts == dict.fromkeys(pages, 1)
+    assert most_at_once == 1

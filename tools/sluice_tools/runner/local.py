@@ -41,7 +41,7 @@ from sluice.pipeline.services import Services, Tuning
 from sluice.pipeline.start import StartFailed, start_run
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
-from sluice_tools.runner.processes import Batches, WorkerPlan, WorkerProcesses, split
+from sluice_tools.runner.processes import VISIBILITY_S, Batches, WorkerPlan, WorkerProcesses, split
 from sluice_tools.runner.secrets import local_credentials
 from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
@@ -137,12 +137,7 @@ class LocalFleet:
         # Line by line when worker processes append to the same file (each line whole, none cut by another's).
         buffering = 1 if self.processes > 1 else -1
         with exclusive(self.state_dir), logs.open("a", encoding="utf-8", buffering=buffering) as sink, logs_to(sink):
-            store = LocalStore.open(
-                self.state_dir,
-                urls_per_message=self.config.urls_per_message,
-                max_receive_count=self.config.max_receive_count,
-                clock=self.clock,
-            )
+            store = self._open_store()
             try:
                 result = with_parquet(self._run(spec, store, progress, restart), spec, self.state_dir / "objects")
             finally:
@@ -201,14 +196,6 @@ class LocalFleet:
         """The workers, forked now (before this process's event loop), each process opening the state file anew."""
         assert self._logs is not None  # noqa: S101 - set by run()
 
-        def open_store() -> LocalStore:
-            return LocalStore.open(
-                self.state_dir,
-                urls_per_message=self.config.urls_per_message,
-                max_receive_count=self.config.max_receive_count,
-                clock=self.clock,
-            )
-
         def batches(store: LocalStore) -> Batches:
             # Finalizing is the parent's: it sees the run quiet (nothing visible, nothing in flight) and finalizes.
             on_store = store.services(
@@ -219,9 +206,20 @@ class LocalFleet:
             )
             return Batches(run_id, store.queue, on_store, self.batch_messages)
 
-        plan = WorkerPlan(self._logs, open_store, batches, self.tuning.allow_loopback)
+        plan = WorkerPlan(self._logs, self._open_store, batches, self.tuning.allow_loopback)
         logger.info("worker processes", extra={"crawl": spec.name, "run_id": run_id, "processes": self.processes})
         return WorkerProcesses(plan, split(self.workers, self.processes))
+
+    def _open_store(self) -> LocalStore:
+        """The state folder's store (a connection of this process's own)."""
+        store = LocalStore.open(
+            self.state_dir,
+            urls_per_message=self.config.urls_per_message,
+            max_receive_count=self.config.max_receive_count,
+            clock=self.clock,
+        )
+        store.queue.visibility_s = VISIBILITY_S  # the packing receives' too: hidden while their batch lives
+        return store
 
     def _interrupted(self, spec: CrawlSpec, store: LocalStore, services: Services, restart: bool) -> Resumed | None:
         """The run a killed command left for this crawl, to resume (or, with ``restart``, to close as unfinished)."""

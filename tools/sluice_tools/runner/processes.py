@@ -35,9 +35,11 @@ from sluice.pipeline.container import Container
 from sluice.pipeline.services import Services
 from sluice.pipeline.visit import visit_batch
 
-VISIBILITY_S = 900.0
+VISIBILITY_S = 24 * 3600.0
 """A received message stays hidden while its worker lives; only a dead process leaves one behind,
-and the next run releases those at once (so this is never waited out)."""
+and the next run releases those at once (so this is never waited out). Longer than a run may last:
+a batch is never received by a second worker while its own still visits it, however slow its host
+(a batch of 320 URLs at a 3 s crawl delay takes 16 minutes, past the 15 this was)."""
 IDLE_WAIT_S = 0.02
 IDLE_WAIT_MAX_S = 0.32
 """An idle worker asks the queue again after 20 ms, doubling up to this while it finds nothing (or at once
