@@ -45,6 +45,17 @@ def test_local_queue_gives_a_group_to_one_consumer_at_a_time(tmp_path: Path) -> 
     assert [m.body for m in queue.receive(RUN, 10, 60)] == ["a2", "a3"]
 
 
+def test_a_local_runners_receive_takes_whole_groups_after_the_first(tmp_path: Path) -> None:
+    queue = SqliteQueue(Database(tmp_path))
+    sent = [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1"), ("b", "b2"), ("c", "c1"), ("c", "c2"), ("c", "c3")]
+    queue.send_messages(RUN, [*sent, ("d", "d1")])
+    first = queue.receive(RUN, 2, 60, whole_groups=True)
+    assert [m.body for m in first] == ["a1", "a2"]  # the first group is cut at the limit, as SQS cuts it
+    second = queue.receive(RUN, 4, 60, whole_groups=True)
+    assert [m.body for m in second] == ["b1", "b2", "d1"]  # c's three would not fit: c is left whole, d fits
+    assert [m.body for m in queue.receive(RUN, 10, 60, whole_groups=True)] == ["c1", "c2", "c3"]
+
+
 def test_host_state_has_one_writer_a_stale_write_is_dropped(pipeline: Pipeline) -> None:
     book = pipeline.hosts
     assert book.load(["a:80"]) == {}

@@ -219,6 +219,8 @@ class LocalFleet:
             clock=self.clock,
         )
         store.queue.visibility_s = VISIBILITY_S  # the packing receives' too: hidden while their batch lives
+        # Whole hosts after a batch's first, packing too: a host cut by a batch has its rest fetched alone after it.
+        store.queue.whole_groups = True
         return store
 
     def _interrupted(self, spec: CrawlSpec, store: LocalStore, services: Services, restart: bool) -> Resumed | None:

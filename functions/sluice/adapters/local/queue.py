@@ -70,6 +70,8 @@ class SqliteQueue:
         self.max_receive_count = max_receive_count
         self.visibility_s = visibility_s
         """What a message received by a fetcher's :meth:`receive_more` stays hidden for (as the runner's own)."""
+        self.whole_groups = False
+        """What :meth:`receive` does when not told (the local runner sets it; SQS always cuts a group)."""
 
     def send(self, crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
         return self.send_messages(run_id, list(pack(crawl, run_id, tasks, self.urls_per_message)))
@@ -84,11 +86,17 @@ class SqliteQueue:
             )
         return len(messages)
 
-    def receive(self, run_id: str | None, limit: int, visibility_s: float) -> list[QueuedMessage]:
+    def receive(
+        self, run_id: str | None, limit: int, visibility_s: float, *, whole_groups: bool | None = None
+    ) -> list[QueuedMessage]:
         """Up to ``limit`` visible messages (of one run, or of any), hidden for ``visibility_s``.
 
         Messages already received ``max_receive_count`` times move to the dead letters instead.
+        ``whole_groups`` (the local runner's, not SQS's; by default :attr:`whole_groups`): after the first
+        group, a group whose visible messages do not all fit is left for the next receive, not cut (the
+        rest of a cut group would wait, held, for the whole batch to end, and then be fetched alone).
         """
+        whole = self.whole_groups if whole_groups is None else whole_groups
         now = self._clock()
         over = (run_id, run_id, now, self.max_receive_count)
         with self._db.transaction() as db:
@@ -99,7 +107,8 @@ class SqliteQueue:
                 (now, *over),
             )
             db.execute("DELETE FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? AND receives >= ?", over)
-            rows = self._fifo_pick(db, run_id, now, self._room(db, run_id, now, limit), self._window_end(db, run_id))
+            room, last = self._room(db, run_id, now, limit), self._window_end(db, run_id)
+            rows = self._fifo_pick(db, run_id, now, room, last, whole_groups=whole)
             received = []
             for (message_id,) in rows:
                 receipt = uuid.uuid4().hex
@@ -133,10 +142,17 @@ class SqliteQueue:
 
     @staticmethod
     def _fifo_pick(
-        db: sqlite3.Connection, run_id: str | None, now: float, limit: int, last: int | None = None
+        db: sqlite3.Connection,
+        run_id: str | None,
+        now: float,
+        limit: int,
+        last: int | None = None,
+        *,
+        whole_groups: bool = False,
     ) -> list[tuple[int]]:
         """Ids of up to ``limit`` visible messages of groups nobody holds: the oldest's group first, among the
-        messages up to id ``last`` (the head window) when it is given."""
+        messages up to id ``last`` (the head window) when it is given; with ``whole_groups``, the groups after
+        the first only when all their messages fit."""
         if limit <= 0:
             return []
         window = -1 if last is None else last
@@ -160,12 +176,15 @@ class SqliteQueue:
             if head is None:
                 break
             group = head[0]
-            picked += db.execute(
+            room = limit - len(picked)
+            ids = db.execute(
                 "SELECT id FROM queue WHERE (? IS NULL OR run_id = ?) AND grp = ? AND visible_at <= ? "
                 "AND (? < 0 OR id <= ?) ORDER BY id LIMIT ?",
-                (run_id, run_id, group, now, window, window, limit - len(picked)),
+                (run_id, run_id, group, now, window, window, room + 1 if whole_groups else room),
             ).fetchall()
-            held.add(group)
+            if not whole_groups or not picked or len(ids) <= room:
+                picked += ids[:room]
+            held.add(group)  # taken, or passed over for this receive
             skipped = ",".join("?" * len(held))
             if len(picked) >= limit:
                 break
