@@ -59,7 +59,7 @@ def test_the_local_runner_runs_by_the_stacks_numbers_but_for_its_short_backoff_s
 ) -> None:
     local = LocalFleet(tmp_path / "specs", tmp_path / "state").tuning
     assert (local.visibility_base_s, local.visibility_max_s, local.early_write_urls) == (1.0, 10.0, 20)
-    assert local.host_backlog_messages == 32  # a host's backlog holds a local batch (sluice run --batch-messages)
+    assert local.host_backlog_messages == 100  # a host's backlog holds a local batch (sluice run --batch-messages)
     stack_like = replace(
         local,
         visibility_base_s=10.0,

@@ -60,8 +60,8 @@ def test_a_local_batch_takes_batch_messages_of_one_host_past_the_stacks_backlog(
 
 def test_the_default_local_batch_is_the_documented_number(tmp_path: Path) -> None:
     fleet = LocalFleet(tmp_path / "crawls", tmp_path / "state")
-    assert fleet.batch_messages == defaults.LOCAL_BATCH_MESSAGES == 32
-    assert fleet.tuning.host_backlog_messages == 32
+    assert fleet.batch_messages == defaults.LOCAL_BATCH_MESSAGES == 100
+    assert fleet.tuning.host_backlog_messages == 100
 
 
 @pytest.mark.parametrize("wrong", [0, -1, defaults.LOCAL_BATCH_MESSAGES_MAX + 1, 2.5, True])

@@ -75,7 +75,8 @@ def done_urls(state: Path) -> set[str]:
 def kill_when(spec: Path, state: Path, ready: Callable[[Path], bool]) -> set[str]:
     """Start ``sluice run``, SIGKILL it once ``ready(state)``; return the URLs it had counted by then.
 
-    One worker: batches of 100 URLs finish one after another, so a kill point between them exists.
+    One worker, whose batch writes its first half while it fetches its second (its 400 URLs are one local
+    batch): a kill point between the two writes exists.
     """
     killed = command(spec, state, "--workers", "1")
     with subprocess.Popen(killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:  # noqa: S603
