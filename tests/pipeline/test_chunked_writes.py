@@ -134,5 +134,35 @@ def test_a_small_batch_is_one_chunk() -> None:
 
     assert asyncio.run(batch()) == [5]
     assert early_chunk(19, None, 20) == 0
-    assert early_chunk(100, None, 20) == 50
+    assert early_chunk(100, None, 20) == 50  # half
+    assert early_chunk(320, None, 20) == 100  # at most 100 pages a chunk...
+    assert early_chunk(1000, None, 20) == 125  # ...unless that makes more than eight
     assert early_chunk(100, None, 0) == 0  # the stack's default: written whole
+
+
+def test_a_large_batch_is_written_a_chunk_at_a_time_while_its_visits_go_on() -> None:
+    """Chunks follow one another as visits end, none overlapping: a large batch is not written in two halves."""
+    written: list[int] = []
+    busy = threading.Lock()
+
+    def write(chunk: list[int]) -> int:
+        assert busy.acquire(blocking=False), "two chunks written at once"
+        try:
+            written.extend(chunk)
+            return len(chunk)
+        finally:
+            busy.release()
+
+    async def batch() -> list[int]:
+        early = early_chunk(1000, None, 20)
+        writes: ChunkedWrites[int, int] = ChunkedWrites(write, early)
+        for n in range(1000):
+            writes.add(n)
+            if n % 10 == 9:
+                await asyncio.sleep(0.001)  # visits take a while: the chunk's thread gets its turn
+        return await writes.finish()
+
+    answers = asyncio.run(batch())
+    assert sorted(written) == list(range(1000))  # every visit written once
+    assert len(answers) >= 6  # eight chunks of 125 when each is written before the next is due
+    assert all(size >= 125 for size in answers[:-1])

@@ -15,22 +15,24 @@ order makes a crash at any line harmless:
    concurrent duplicates count it once, and their parts are never read;
 5. the progress report comes last: it is a hint for the drain trigger, never a count.
 
-A batch's writes while its fetching goes on (:class:`ChunkedWrites`): one early chunk, written in a
+A batch's writes while its fetching goes on (:class:`ChunkedWrites`): early chunks, written in a
 thread, then the rest. Fetching a batch then writing it leaves the batch's hosts idle while it writes:
 one host's batches follow one another (the queue gives a host to one fetcher at a time), so on a
 single host the write is time nobody fetches. :class:`ChunkedWrites` starts writing the pages already
-visited once half of the batch's URLs are done (:func:`early_chunk`), in a thread, while the other half
-is still fetched; when the batch's fetching ends only the second chunk is left to write.
+visited once a chunk's worth of the batch's URLs are done (:func:`early_chunk`: half of a batch, at most
+100 pages unless that makes more than eight chunks), in a thread, while the rest is still fetched, and
+the next chunk as soon as that one is written and enough pages wait; when the batch's fetching ends only
+the last chunk is left.
 
 Each chunk is written exactly as a whole batch is, so a crash between the chunks leaves the first
 chunk's pages counted and the second's not: the batch's messages come back (they are deleted only
 after :meth:`ChunkedWrites.finish`), and the redelivery skips the pages the first chunk counted.
 Writes never overlap one another: at most one chunk is in a thread at a time.
 
-At most two chunks a batch, so at most one more part object and one more progress report than a
-batch written whole. That second PUT is about 6% of a demo run's cost on AWS (``make cost``), for
-about 3% of an invocation's time, so the stack leaves it off (``Tuning.early_write_urls`` 0) and the
-local runner, whose parts are files, turns it on. Each chunk reports its own progress: a
+Each chunk is one more part object and one more progress report than a batch written whole. A second
+PUT a batch is about 6% of a demo run's cost on AWS (``make cost``), for about 3% of an invocation's
+time, so the stack leaves it off (``Tuning.early_write_urls`` 0) and the local runner, whose parts are
+files and whose batches are up to 1,000 URLs, turns it on. Each chunk reports its own progress: a
 worker dying between the chunks must not leave the first chunk's pages out of the drain trigger's sum.
 """
 
@@ -66,7 +68,7 @@ RECHECK_S = 60.0
 
 
 class ChunkedWrites(Generic[T, R]):
-    """Collects a batch's visits as they end; writes the first ``early`` of them while the rest are fetched.
+    """Collects a batch's visits as they end; writes them ``early`` at a time or more while the rest are fetched.
 
     ``write`` is called with a list of visits, in a thread, never twice at once; ``early`` 0 writes the
     whole batch at :meth:`finish` (as before: e.g. a batch too small to be worth two parts).
@@ -76,26 +78,40 @@ class ChunkedWrites(Generic[T, R]):
         self._write = write
         self._early = early
         self._pending: list[T] = []
-        self._running: asyncio.Task[R] | None = None
+        self._running: asyncio.Future[R] | None = None
+        self._answers: list[R] = []
         self.chunks = 0
 
     def add(self, visit: T) -> None:
-        """A visit that ended (called on the event loop); starts the early chunk once enough have."""
+        """A visit that ended (called on the event loop); starts an early chunk once enough wait."""
         self._pending.append(visit)
-        if self._early and self._running is None and self.chunks == 0 and len(self._pending) >= self._early:
-            chunk, self._pending = self._pending, []
-            self.chunks += 1
-            self._running = asyncio.ensure_future(asyncio.to_thread(self._write, chunk))
+        self._next_chunk()
+
+    def _next_chunk(self) -> None:
+        """Start writing what waits, if it is a chunk's worth and no chunk is being written (nor failed)."""
+        if not self._early or len(self._pending) < self._early:
+            return
+        if self._running is not None:
+            if not self._running.done() or self._running.exception() is not None:
+                return  # a failed chunk fails the batch at finish(): nothing more is written
+            self._answers.append(self._running.result())
+        chunk, self._pending = self._pending, []
+        self.chunks += 1
+        self._running = asyncio.ensure_future(asyncio.to_thread(self._write, chunk))
+        self._running.add_done_callback(lambda _: self._next_chunk())
 
     async def finish(self) -> list[R]:
-        """Wait for the early chunk, then write what is left; the chunks' answers in order.
+        """Wait for the early chunks, then write what is left; the chunks' answers in order.
 
         An early chunk that failed raises here, after the batch's fetching ended (the batch fails as a
         whole batch whose write failed does: its messages come back, and its counted pages are skipped)."""
-        answers: list[R] = []
-        if self._running is not None:
-            answers.append(await self._running)
-            self._running = None
+        answers = self._answers
+        while self._running is not None:
+            running = self._running
+            result = await running
+            if self._running is running:  # its callback started no other chunk
+                answers.append(result)
+                self._running = None
         if self._pending or not answers:
             chunk, self._pending = self._pending, []
             self.chunks += 1
@@ -103,20 +119,28 @@ class ChunkedWrites(Generic[T, R]):
         return answers
 
     async def settle(self) -> None:
-        """Wait for an early chunk still being written, whatever it ends in (a batch that fails on another
-        step must not leave a write running in a thread while its messages go back to the queue)."""
+        """Wait for an early chunk still being written, whatever it ends in, and start no other (a batch that
+        fails on another step must not leave a write running in a thread while its messages go back)."""
+        self._early = 0
         if self._running is not None:
             await asyncio.gather(self._running, return_exceptions=True)
             self._running = None
 
 
+EARLY_CHUNK_URLS = 100
+EARLY_CHUNKS = 8
+"""A batch's chunks: half the batch, at most :data:`EARLY_CHUNK_URLS` pages, but no more than
+:data:`EARLY_CHUNKS` chunks (a local batch of 1,000 URLs: eight of 125, the last written once fetched)."""
+
+
 def early_chunk(urls: int, archive: BatchArchive | None, min_urls: int) -> int:
-    """After how many visited pages a batch of ``urls`` starts writing (0: once fetched), for
-    ``Tuning.early_write_urls`` ``min_urls`` (0: off). With ``output.archive`` the batch is written whole:
-    the archive's file is added to on the loop while a chunk would flush it."""
+    """After how many visited pages a batch of ``urls`` starts writing a chunk (0: once fetched), for
+    ``Tuning.early_write_urls`` ``min_urls`` (0: off; a smaller batch is written whole). With
+    ``output.archive`` the batch is written whole: the archive's file is added to on the loop while a
+    chunk would flush it."""
     if archive is not None or min_urls <= 0 or urls < min_urls:
         return 0
-    return (urls + 1) // 2
+    return max(min((urls + 1) // 2, EARLY_CHUNK_URLS), -(-urls // EARLY_CHUNKS))
 
 
 @dataclass
