@@ -50,7 +50,7 @@ class Settings(BaseModel):
     host_backlog_messages: int = Field(default=defaults.HOST_BACKLOG_MESSAGES, ge=0, le=12_000)
     """Messages of one host in the queue at once (``sluice.pipeline.backlog``); 0 sends every seed at once."""
     early_write_urls: int = Field(default=defaults.EARLY_WRITE_URLS, ge=0, le=10_000)
-    """A batch of at least this many URLs writes its first half while fetching its second (0: off, the stack's)."""
+    """A batch of at least this many URLs is written in chunks while it fetches (0: off, the stack's)."""
     fetcher_memory_mb: int = Field(default=defaults.FETCHER_MEMORY_MB, ge=128, le=10_240)
     finalizer_memory_mb: int = Field(default=defaults.FINALIZER_MEMORY_MB, ge=128, le=10_240)
     egress: Literal["direct", "fixed"] = "direct"

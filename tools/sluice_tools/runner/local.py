@@ -48,7 +48,7 @@ from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, 
 RUN_TIME_LIMIT_S = 6 * 3600.0
 """A local run that has not drained in six hours is stopped and finalized as unfinished."""
 LOCAL_EARLY_WRITE_URLS = 20
-"""A local batch of this many URLs or more is written in two chunks (``Tuning.early_write_urls``)."""
+"""A local batch of this many URLs or more is written in chunks while it fetches (``Tuning.early_write_urls``)."""
 PROGRESS_EVERY_S = 0.2
 
 
@@ -118,7 +118,7 @@ class LocalFleet:
             pack_receives=config.pack_receives,
             # A host's backlog holds at least a batch: else a batch of one host is cut at its backlog.
             host_backlog_messages=_backlog_for(config.host_backlog_messages, self.batch_messages),
-            # Parts are files here: a batch writes its first half while it fetches the second (pipeline/writer.py).
+            # Parts are files here: a batch is written in chunks while it fetches (pipeline/writer.py).
             early_write_urls=LOCAL_EARLY_WRITE_URLS,
             fetcher_memory_mb=config.fetcher.memory_mb,
             finalizer_memory_mb=config.finalizer.memory_mb,
