@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from sluice.extraction.extract import PageExtraction, Record, content_hash, extract_page, extractor_for
+from sluice.extraction.extract import PageExtraction, Record, content_hash, extract_page, extractor_for, record_line
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite.catalogue import Catalogue
 
@@ -209,6 +209,25 @@ def test_content_hash() -> None:
     assert int(record.content_hash, 16) >= 0
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.key = "changed"  # type: ignore[misc]
+
+
+def test_content_hash_is_the_value_earlier_runs_stored() -> None:
+    """Catalogs keep each record's hash and the next run compares with it: the value is fixed for good."""
+    data = {"title": "Café", "price": 51.77, "tags": ["a", None], "when": None, "n": 3, "bad": "\ud800"}
+    assert content_hash(data) == "f4818f2439d4d73800abc474a78cc300"
+    record = Record("k", {"title": "Café", "price": 51.77, "z": [1, {"b": 2, "a": 1}]}, "http://p/", 0, type="book")
+    line = '{"_key": "k", "_page": "http://p/", "_type": "book", "title": "Café", "price": 51.77, '
+    line += '"z": [1, {"b": 2, "a": 1}]}'
+    assert record_line(record) == line + "\n"
+
+
+def test_a_record_with_other_data_has_its_own_content_hash() -> None:
+    record = Record("k", {"title": "Café"}, PAGE_URL, 0)
+    first = record.content_hash
+    other = dataclasses.replace(record, data={"title": "Tea"})
+    assert other.content_hash == content_hash({"title": "Tea"}) != first
+    assert record.content_hash == first
+    assert record == Record("k", {"title": "Café"}, PAGE_URL, 0)  # the remembered hash is no part of equality
 
 
 def test_links_resolved_canonical_deduplicated_and_scoped(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:
