@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from sluice.extraction.extract import PageExtraction, Record, content_hash, extract_page, extractor_for
+from sluice.extraction.extract import PageExtraction, Record, content_hash, extract_page, extractor_for, record_line
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite.catalogue import Catalogue
 
@@ -211,6 +211,25 @@ def test_content_hash() -> None:
         record.key = "changed"  # type: ignore[misc]
 
 
+def test_content_hash_is_the_value_earlier_runs_stored() -> None:
+    """Catalogs keep each record's hash and the next run compares with it: the value is fixed for good."""
+    data = {"title": "Café", "price": 51.77, "tags": ["a", None], "when": None, "n": 3, "bad": "\ud800"}
+    assert content_hash(data) == "f4818f2439d4d73800abc474a78cc300"
+    record = Record("k", {"title": "Café", "price": 51.77, "z": [1, {"b": 2, "a": 1}]}, "http://p/", 0, type="book")
+    line = '{"_key": "k", "_page": "http://p/", "_type": "book", "title": "Café", "price": 51.77, '
+    line += '"z": [1, {"b": 2, "a": 1}]}'
+    assert record_line(record) == line + "\n"
+
+
+def test_a_record_with_other_data_has_its_own_content_hash() -> None:
+    record = Record("k", {"title": "Café"}, PAGE_URL, 0)
+    first = record.content_hash
+    other = dataclasses.replace(record, data={"title": "Tea"})
+    assert other.content_hash == content_hash({"title": "Tea"}) != first
+    assert record.content_hash == first
+    assert record == Record("k", {"title": "Café"}, PAGE_URL, 0)  # the remembered hash is no part of equality
+
+
 def test_links_resolved_canonical_deduplicated_and_scoped(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:
     follow = {
         "selectors": ["li.next a", "ul.pager", "link[rel=next]", "div.more a"],
@@ -358,20 +377,22 @@ def test_extractor_compiled_once_per_spec(spec: CrawlSpec, make_spec: MakeSpec) 
     assert extractor_for(spec) is not extractor_for(make_spec())
 
 
-def nested_comments(depth: int) -> str:
-    """Comments nested ``depth`` deep, each with an author, text and sometimes a score."""
+def nested_comments(depth: int, replies: bool = False) -> str:
+    """Comments nested ``depth`` deep, each with an author, text and sometimes a score; with
+    ``replies``, each comment's reply sits in a ``<div class="replies">`` (not a direct child)."""
     html = ""
     for n in reversed(range(depth)):
         score = f'<span class="score">{n}</span>' if n % 3 else ""
-        html = f'<div class="comment"><b class="author">user{n}</b>{score}<p>text {n}</p>{html}</div>'
+        inner = f'<div class="replies">{html}</div>' if replies and html else html
+        html = f'<div class="comment"><b class="author">user{n}</b>{score}<p>text {n}</p>{inner}</div>'
     return f"<html><body><section>{html}</section></body></html>"
 
 
-@pytest.mark.parametrize("page_kind", ["listing", "flawed listing", "nested", "crowded listing"])
+@pytest.mark.parametrize("page_kind", ["listing", "flawed listing", "nested", "nested in replies", "crowded listing"])
 def test_page_wide_and_per_item_selection_agree(
     make_spec: MakeSpec, pod: Pod, listing: Listing, page_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if page_kind == "nested":
+    if page_kind.startswith("nested"):
         fields = {
             "author": {"selector": "b.author::text", "required": True},
             "score": {"selector": "span.score", "process": ["int"]},
@@ -379,7 +400,7 @@ def test_page_wide_and_per_item_selection_agree(
             "outer": "section > div.comment > b.author",
         }
         spec = make_spec(extract={"item": "div.comment", "fields": fields})
-        html = nested_comments(12)
+        html = nested_comments(12, replies=page_kind == "nested in replies")
     elif page_kind == "crowded listing":  # 400 KB, ~230 tags a card: queried card by card unless forced
         spec = make_spec()
         html = Catalogue(books=100, heavy=True).get("/catalogue/page-2.html").body  # type: ignore[union-attr,assignment]
@@ -400,10 +421,12 @@ def test_page_wide_and_per_item_selection_agree(
     assert page_wide.items >= 12
 
 
-def test_nested_items_take_their_own_and_inner_fields(make_spec: MakeSpec) -> None:
+@pytest.mark.parametrize("item", ["div.comment", "section > div.comment, div.comment div.comment"])
+@pytest.mark.parametrize("replies", [False, True])
+def test_nested_items_take_their_own_and_inner_fields(make_spec: MakeSpec, item: str, replies: bool) -> None:
     fields = {"author": "b.author::text", "score": {"selector": "span.score", "process": ["int"]}}
-    spec = make_spec(extract={"item": "div.comment", "fields": fields})
-    records = extract_page(spec, PAGE_URL, nested_comments(12)).records
+    spec = make_spec(extract={"item": item, "fields": fields})
+    records = extract_page(spec, PAGE_URL, nested_comments(12, replies)).records
     assert [r.data["author"] for r in records] == [f"user{n}" for n in range(12)]
     # A comment without a score of its own takes the first one inside it, as item-scoped CSS does.
     assert [r.data["score"] for r in records][:4] == [1, 1, 2, 4]

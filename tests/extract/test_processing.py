@@ -182,3 +182,23 @@ def test_fast_paths_agree_on_random_text() -> None:
         text = rng.choice(edges) + digits + rng.choice(["", ".", ","]) + decimals + rng.choice(edges)
         assert repr(parse_price(text)) == repr(_parse_price_general(text)), text
         assert repr(parse_number(text)) == repr(_parse_number_general(text)), text
+
+
+def test_a_remembered_value_is_the_steps_value_however_often_it_recurs() -> None:
+    processor = FieldProcessor(steps({"regex": r"star-rating (\w+)"}))
+    words = [f"w{n}" for n in range(3_000)]  # more distinct values than the memo keeps: it starts over
+    texts = [f"star-rating {word}" for word in words] * 2 + ["no rating", "x" * 300 + " star-rating Long"] * 2
+    expected = [*words, *words, None, "Long", None, "Long"]
+    assert [processor(text) for text in texts] == expected
+
+
+def test_absolute_url_resolves_against_each_pages_base_never_a_remembered_one() -> None:
+    processor = FieldProcessor(steps("strip", "absolute_url", {"regex": r"/catalogue/(.*)"}))
+    assert processor(" a/b.html ", "https://x.example/catalogue/page-1.html") == "a/b.html"
+    assert processor(" a/b.html ", "https://x.example/catalogue/cat/page-1.html") == "cat/a/b.html"
+
+
+def test_steps_on_numbers_and_text_alike_are_remembered_apart() -> None:
+    processor = FieldProcessor(steps("price"))
+    values = [processor("£1.299"), processor(1.299), processor("£1.299"), processor("1,299.00")]
+    assert values == [1299.0, 1.299, 1299.0, 1299.0]

@@ -243,3 +243,22 @@ def test_the_link_judge_agrees_with_the_scope_on_every_case_of_the_standard(
         assert verdict == (None if canonical is None else (canonical, scope.allows(canonical))), case["input"]
         judged += verdict is not None and verdict[1]
     assert judged >= 50
+
+
+def test_resolution_agrees_with_adas_own_wrapper_on_every_case_of_the_standard() -> None:
+    """Links are resolved by calling ada's C functions directly; its Python wrapper is the reference."""
+    import ada_url
+
+    from sluice.extraction.urls import _join
+
+    def reference(base: str, href: str) -> str | None:
+        try:
+            return ada_url.join_url(base, href)
+        except ValueError:
+            return None
+
+    bases = [*sorted({str(c["base"]) for c in _CASES if c.get("base")})[::7], PAGE, "not a url", "\ud800"]
+    hrefs = [*(str(c["input"]) for c in _CASES), "\ud800", "x" * 10_000]
+    wrong = [(b, h) for b in bases for h in hrefs if _join(b, h) != reference(b, h)]
+    assert wrong == [], wrong[:5]
+    assert canonicalize_url("HTTP://Example.COM:80/a/../b?z=1&a") == "http://example.com/b?a=&z=1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -30,9 +31,18 @@ _CHECK_EVERY = 16
 """Items extracted between two looks at the page's time budget."""
 
 
+# ``json.dumps`` with options builds an encoder per call (~10 µs of a record's ~15); these are built once,
+# and write exactly what ``json.dumps`` with the same options writes.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+_LINE_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def content_hash(data: Mapping[str, Any]) -> str:
-    """sha256 of ``data`` as canonical JSON (sorted keys, UTF-8), hex, first 32 characters."""
-    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    """sha256 of ``data`` as canonical JSON (sorted keys, UTF-8), hex, first 32 characters.
+
+    Stored with every record and compared across runs (new, changed, unchanged): its value never changes.
+    """
+    canonical = _CANONICAL_JSON.encode(data)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -49,6 +59,7 @@ class Record:
     page URL and position (without ``extract.key``, only the latter counts as a fallback)."""
     type: str | None = None
     """The page type of a spec with ``types`` (None for a one-type spec)."""
+    _content_hash: str | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     @property
     def identity(self) -> str:
@@ -57,8 +68,16 @@ class Record:
 
     @property
     def content_hash(self) -> str:
-        """The hash of ``data`` that tells new, changed and unchanged records apart."""
-        return content_hash(self.data)
+        """The hash of ``data`` that tells new, changed and unchanged records apart.
+
+        Worked out once a record: a page's visit packs it, classifies with it and its writer stores it.
+        ``data`` is never changed in place (a record with other fields is a new one, ``dataclasses.replace``).
+        """
+        found = self._content_hash
+        if found is None:
+            found = content_hash(self.data)
+            object.__setattr__(self, "_content_hash", found)
+        return found
 
 
 def record_identity(key: str, type_: str | None) -> str:
@@ -72,7 +91,7 @@ def record_line(record: Record) -> str:
     if record.type is not None:
         payload["_type"] = record.type
     payload |= record.data
-    return json.dumps(payload, ensure_ascii=False, sort_keys=False) + "\n"
+    return _LINE_JSON.encode(payload) + "\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +189,7 @@ class Extractor:
         "_nested_css",
         "_no_records",
         "_pages",
+        "_plan",
         "_scope",
         "_singles",
         "_structured",
@@ -183,12 +203,17 @@ class Extractor:
         if extract is None:  # a typed spec's page that no type takes: its links only
             extract = Extract(fields={"url": "::page_url"})
         self._item = extract.item
-        # Matches an item inside another item.
-        self._nested_css = f":is({extract.item}) :is({extract.item})" if extract.item is not None else None
+        self._nested_css = _nesting_selector(extract.item) if extract.item is not None else None
         self._pages = compile_pattern(extract.pages) if extract.pages is not None else None
         self._key = tuple(extract.key or ())
         self._fields = tuple(_compile_field(name, f) for name, f in extract.fields.items())
         self._structured = any(f.structured is not None for f in self._fields)
+        # The common spec, every field one node's value: the item loop runs this plan without a call per item.
+        self._plan = (
+            tuple((f.name, f.css, f.get, f.pipeline, f.required) for f in self._fields)
+            if all(f.single and f.structured is None for f in self._fields)
+            else None
+        )
         # Distinct single-element selectors: fields sharing one ("h3 a") run it once per item.
         self._singles = tuple(
             dict.fromkeys(f.css for f in self._fields if not f.many and not f.page_url and f.css is not None)
@@ -228,17 +253,36 @@ class Extractor:
         structured = PageData(tree) if self._structured else None  # read once a page, when a field asks
         records: list[Record] = []
         page_key = ""
+        plan = self._plan
         for position, (item, found) in enumerate(zip(items, self._first_matches(tree, items, tags), strict=True)):
             if not position % _CHECK_EVERY:
                 charge(0.0, f"{position:,} of {len(items):,} items extracted")
-            data = self._fields_of(item, found, base_url, page_url, structured)
             keep = True
-            for field in self._fields:
-                if not _present(data[field.name]):
-                    missing[field.name] += 1
-                    if field.required:
-                        rejected[field.name] += 1
-                        keep = False
+            if plan is not None:  # every field one node's value: _fields_of's first case, inlined
+                data: dict[str, Any] = {}
+                for name, css, get, run, required in plan:
+                    node = found[css] if css is not None else item
+                    value: Any = None
+                    if node is not None:
+                        raw = get(node)
+                        if raw is not None:
+                            value = run(raw, base_url)
+                            if value == "":
+                                value = None
+                    data[name] = value
+                    if value is None:  # a single field's steps give text, a number or None: never a list
+                        missing[name] += 1
+                        if required:
+                            rejected[name] += 1
+                            keep = False
+            else:
+                data = self._fields_of(item, found, base_url, page_url, structured)
+                for field in self._fields:
+                    if not _present(data[field.name]):
+                        missing[field.name] += 1
+                        if field.required:
+                            rejected[field.name] += 1
+                            keep = False
             if not keep:
                 continue
             key, fallback = self._record_key(data)
@@ -355,6 +399,8 @@ class Extractor:
 
         A link to the page itself (``href=""``, ``#top``) is no link: it is left out.
         """
+        if not self._follow:
+            return [], 0, {}, None, 0
         links: list[str] = []
         rules: dict[str, str] = {}
         owners: dict[str, int] = {}
@@ -399,6 +445,51 @@ def _compile_field(name: str, f: ExtractField) -> _Field:
         f.selector.pick == "page_url",
         not f.many and f.selector.pick != "page_url",
     )
+
+
+_MAX_ITEM_ALTERNATIVES = 8
+"""Comma-separated alternatives of ``extract.item`` up to which nesting is looked for with one selector."""
+
+
+def _nesting_selector(item: str) -> str | None:
+    """A selector matching an item inside another item, None when items are taken as nested (queried one by one).
+
+    Every pair of the item selector's alternatives, as plain descendant selectors: lexbor's ``:is()``
+    left of a descendant combinator looks at the parent alone, so ``:is(li) :is(li)`` misses a
+    ``<li>`` nested one ``<ul>`` down (and plain ``li li`` walks the page in half the time).
+    """
+    parts = _alternatives(item)
+    if parts is None or len(parts) > _MAX_ITEM_ALTERNATIVES:
+        return None
+    return ", ".join(f"{outer} {inner}" for outer in parts for inner in parts)
+
+
+def _alternatives(css: str) -> list[str] | None:
+    """The comma-separated alternatives of a selector list (commas inside brackets, parentheses or
+    quotes, and escaped ones, do not separate); None if its brackets or quotes do not balance."""
+    parts: list[str] = []
+    depth, quote, start, at = 0, "", 0, 0
+    while at < len(css):
+        char = css[at]
+        if char == "\\":
+            at += 2
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif char == "," and not depth:
+            parts.append(css[start:at].strip())
+            start = at + 1
+        at += 1
+    parts.append(css[start:].strip())
+    return parts if not quote and not depth and all(parts) else None
 
 
 def _owner(node: LexborNode, positions: dict[int, int]) -> int | None:

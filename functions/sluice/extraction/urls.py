@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import ada_url
+from ada_url._ada_wrapper import ffi as _ada_ffi  # type: ignore[import-not-found]  # ada's cffi module, untyped
+from ada_url._ada_wrapper import lib as _ada
 
 from sluice.extraction.patterns import Pattern, compile_pattern
 
@@ -105,10 +107,9 @@ def canonicalize_url(url: str) -> str:
 
     Raises ValueError for a URL that is not a valid absolute http(s) URL.
     """
-    try:
-        href: str = ada_url.URL(url).href
-    except ValueError:
-        raise ValueError(f"{url[:200]!r} is not a valid URL") from None
+    href = _parse(url)
+    if href is None:
+        raise ValueError(f"{url[:200]!r} is not a valid URL")
     if not href.startswith(_HTTP):
         raise ValueError(f"{url[:200]!r} is not an http(s) URL")
     return _canonical(href)
@@ -139,11 +140,37 @@ def has_credentials(url: str) -> bool:
 
 
 def _join(base: str, href: str) -> str | None:
+    """``ada_url.join_url(base, href)``, None where it raises. ada's C functions are called directly,
+    as ``join_url`` calls them but without its garbage-collected handle (see :func:`_href`)."""
     try:
-        joined: str = ada_url.join_url(base, href)
-    except ValueError:
+        base_bytes = base.encode()
+        href_bytes = href.encode()
+    except UnicodeEncodeError:  # a lone surrogate: no URL, as join_url says
         return None
-    return joined
+    return _href(_ada.ada_parse_with_base(href_bytes, len(href_bytes), base_bytes, len(base_bytes)))
+
+
+def _parse(url: str) -> str | None:
+    """``ada_url.URL(url).href``, None where it raises (the same direct calls as :func:`_join`)."""
+    try:
+        url_bytes = url.encode()
+    except UnicodeEncodeError:
+        return None
+    return _href(_ada.ada_parse(url_bytes, len(url_bytes)))
+
+
+def _href(url: Any) -> str | None:
+    """The serialization of a URL ada parsed (None if it is invalid), freeing it.
+
+    Every link of every page passes here: the wrapper's per-call ``ffi.gc`` handle and buffer copy
+    cost about a third of a resolution (measured in docs/engine-experiments.md)."""
+    try:
+        if not _ada.ada_is_valid(url):
+            return None
+        href = _ada.ada_get_href(url)
+        return _ada_ffi.unpack(href.data, href.length).decode() if href.length else ""
+    finally:
+        _ada.ada_free(url)
 
 
 def _canonical(href: str) -> str:

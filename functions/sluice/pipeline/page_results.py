@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from sluice.domain.pages import (
+    DIGEST_BYTES,
     MAX_DIGESTS,
     MAX_REASON,
     PageResult,
@@ -21,7 +22,6 @@ from sluice.domain.pages import (
     Prior,
     RecordCounts,
     digest,
-    record_digests,
     unpack_digests,
 )
 from sluice.domain.recrawl import Schedule
@@ -150,8 +150,9 @@ def fetched_visit(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: 
     except PageTooComplex as exc:  # refused before parsing: failed for good, with the reason
         return Visit(task, failed_result(task, Failed(task.url, str(exc), False, outcome.status, None, 1), prior))
     records = unique_records(with_carried(extraction.records, task.carry))
-    packed = record_digests((r.identity, r.content_hash) for r in records) if len(records) <= MAX_DIGESTS else b""
-    counts, upserts = classify_records(records, prior)
+    digests = [digest(r.identity) + digest(r.content_hash) for r in records]  # each record's, worked out once
+    packed = b"".join(digests) if len(records) <= MAX_DIGESTS else b""
+    counts, upserts = classify_records(records, prior, digests)
     result = PageResult(
         url=task.url,
         depth=task.depth,
@@ -210,17 +211,24 @@ def page_changed(result: PageResult, prior: Prior | None) -> bool:
     return counts.total == 0 and result.body_hash != prior.body_hash
 
 
-def classify_records(records: list[Record], prior: Prior | None) -> tuple[RecordCounts, list[Record]]:
-    """New, changed and unchanged against the catalog run's digests of this page; the new and changed."""
+def classify_records(
+    records: list[Record], prior: Prior | None, digests: list[bytes] | None = None
+) -> tuple[RecordCounts, list[Record]]:
+    """New, changed and unchanged against the catalog run's digests of this page; the new and changed.
+
+    ``digests`` are the records' own, as :func:`~sluice.domain.pages.record_digests` packs each (key digest,
+    then content digest), when the caller has them already."""
     before = unpack_digests(prior.digests) if prior is not None else {}
+    if digests is None:
+        digests = [digest(r.identity) + digest(r.content_hash) for r in records]
     new = changed = 0
     upserts: list[Record] = []
-    for record in records:
-        old = before.get(digest(record.identity))
+    for record, both in zip(records, digests, strict=True):
+        old = before.get(both[:DIGEST_BYTES])
         if old is None:
             new += 1
             upserts.append(record)
-        elif old != digest(record.content_hash):
+        elif old != both[DIGEST_BYTES:]:
             changed += 1
             upserts.append(record)
     return RecordCounts(new, changed, len(records) - new - changed), upserts
