@@ -32,9 +32,9 @@ from sluice.adapters.local import LocalStore
 from sluice.domain.layout import seeds_key, work_prefix
 from sluice.messages import StartEvent
 from sluice.observability import logger
-from sluice.pipeline.backlog import WAVES_PER_CHUNK
 from sluice.pipeline.services import Tuning, load_crawl
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start.backlog import WAVES_PER_CHUNK
+from sluice.pipeline.start.fanout import start_run
 
 RESULTS = Path("bench/results")
 DOC = Path("docs/benchmarks.md")

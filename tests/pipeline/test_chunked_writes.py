@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sluice.pipeline.writer import ChunkedWrites, early_chunk
+from sluice.pipeline.visit.writer import ChunkedWrites, early_chunk
 from sluice_tools.demosite import RunningDemoSite
 
 from .conftest import Pipeline, SpecData

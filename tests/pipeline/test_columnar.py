@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sluice.domain.runs import RunState
-from sluice.pipeline.columnar import (
+from sluice.pipeline.finalize.columnar import (
     CopyState,
     QueryRefused,
     check_copy,

@@ -19,7 +19,7 @@ import pytest
 from sluice.domain.hosts import host_key
 from sluice.domain.layout import seeds_key
 from sluice.messages import CrawlMessage, parse_body
-from sluice.pipeline.backlog import send_backlog
+from sluice.pipeline.start.backlog import send_backlog
 
 from .conftest import LocalHarness, PipelineOn
 

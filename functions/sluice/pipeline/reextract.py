@@ -42,11 +42,11 @@ from sluice.extraction.extract import Record
 from sluice.fetch.outcomes import Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
-from sluice.pipeline.archive import ArchivedResponse, ArchiveUnreadable, read_response
-from sluice.pipeline.finalize import rebuild_output
-from sluice.pipeline.output import output_block
-from sluice.pipeline.page_results import RecordsPart, extract_again
+from sluice.pipeline.finalize.driver import rebuild_output
+from sluice.pipeline.finalize.output import output_block
 from sluice.pipeline.services import Services
+from sluice.pipeline.visit.archive import ArchivedResponse, ArchiveUnreadable, read_response
+from sluice.pipeline.visit.page_results import RecordsPart, extract_again
 from sluice.spec import CrawlSpec
 
 CHUNK_PAGES = 500

@@ -14,7 +14,8 @@ from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedge
 from sluice.spec import CrawlSpec, find_spec, load_spec, spec_files
 
 if TYPE_CHECKING:
-    from sluice.pipeline.columnar import ParquetCopy  # the finalizer's alone: the fetcher's cold start skips it
+    # the finalizer's alone: the fetcher's cold start skips it
+    from sluice.pipeline.finalize.columnar import ParquetCopy
 
 Trigger = Callable[[dict[str, object]], None]
 

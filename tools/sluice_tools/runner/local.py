@@ -33,12 +33,12 @@ from sluice.domain.summary import RunSummary
 from sluice.domain.tally import RunTally
 from sluice.messages import StartEvent
 from sluice.observability import logger
-from sluice.pipeline.container import Container
-from sluice.pipeline.finalize import finalize_run
-from sluice.pipeline.revive import revive_waiting
-from sluice.pipeline.seedfile import upload_seed_file
+from sluice.pipeline.finalize.driver import finalize_run
+from sluice.pipeline.finalize.revive import revive_waiting
 from sluice.pipeline.services import Services, Tuning
-from sluice.pipeline.start import StartFailed, start_run
+from sluice.pipeline.start.fanout import StartFailed, start_run
+from sluice.pipeline.start.seedfile import upload_seed_file
+from sluice.pipeline.visit.container import Container
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
 from sluice_tools.runner.processes import Batches, WorkerPlan, WorkerProcesses, split

@@ -9,7 +9,7 @@ from __future__ import annotations
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sluice.adapters.aws.clients import client
-from sluice.pipeline.columnar import QueryRefused
+from sluice.pipeline.finalize.columnar import QueryRefused
 
 
 class AthenaQueries:

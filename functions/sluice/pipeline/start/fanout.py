@@ -29,13 +29,13 @@ from sluice.domain.seedset import SeedSet
 from sluice.extraction.urls import Scope, canonicalize_url
 from sluice.messages import PriorState, StartEvent, UrlTask
 from sluice.observability import logger
-from sluice.pipeline.backlog import HostBacklog, in_order
-from sluice.pipeline.catalogplan import PlanWriter, StoredPlan
-from sluice.pipeline.finalize import finalize_run
-from sluice.pipeline.output import PageIndex, load_index
-from sluice.pipeline.seedfile import SeedFileError, deployed_seed_urls
+from sluice.pipeline.finalize.driver import finalize_run
+from sluice.pipeline.finalize.output import PageIndex, load_index
 from sluice.pipeline.services import Services
-from sluice.pipeline.sitemapseeds import SitemapSeeds
+from sluice.pipeline.start.backlog import HostBacklog, in_order
+from sluice.pipeline.start.catalogplan import PlanWriter, StoredPlan
+from sluice.pipeline.start.seedfile import SeedFileError, deployed_seed_urls
+from sluice.pipeline.start.sitemapseeds import SitemapSeeds
 from sluice.spec import CrawlSpec
 
 CHUNK = 1_000
@@ -286,7 +286,7 @@ class SeedPlan:
 
     def read_sitemaps(self, time_left: Callable[[], float]) -> None:
         """Read the spec's sitemaps once for the run and store what they list; the plan then holds their pages."""
-        from sluice.pipeline.sitemaps import read_run_sitemaps  # the HTTP stack, only for specs that need it
+        from sluice.pipeline.start.sitemaps import read_run_sitemaps  # the HTTP stack, only for specs that need it
 
         read_run_sitemaps(self.services, self.spec, self.run.run_id, self.own, time_left)
         self._use(SitemapSeeds.load(self.services.objects, self.spec.name, self.run.run_id))

@@ -34,7 +34,7 @@ from sluice.observability import logger
 from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
-from sluice.pipeline.sitemapseeds import SitemapReport, SitemapSeedWriter
+from sluice.pipeline.start.sitemapseeds import SitemapReport, SitemapSeedWriter
 from sluice.spec import MAX_SEED_URLS, CrawlSpec, Politeness, Sitemaps, check_seed_url
 
 READERS = 4

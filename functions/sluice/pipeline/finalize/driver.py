@@ -33,9 +33,9 @@ from sluice.domain.shards import RunTooLarge, shard_count
 from sluice.domain.tally import RunTally, merge, run_tally_from_plain
 from sluice.messages import ShardTask
 from sluice.observability import logger
-from sluice.pipeline.finalize_combine import Finalized, Judged, combine, fail_run, judge_attempt
-from sluice.pipeline.finalize_shards import KEYS, SCAN, WRITE, Attempt, prepare, results, run_task
-from sluice.pipeline.revive import revive_waiting
+from sluice.pipeline.finalize.combine import Finalized, Judged, combine, fail_run, judge_attempt
+from sluice.pipeline.finalize.revive import revive_waiting
+from sluice.pipeline.finalize.shards import KEYS, SCAN, WRITE, Attempt, prepare, results, run_task
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from sluice.domain.layout import sitemap_report_key, sitemap_seeds_key
 from sluice.domain.pages import MAX_REASON, MAX_URL, url_hash, url_number
-from sluice.pipeline.seedfile import object_lines
+from sluice.pipeline.start.seedfile import object_lines
 from sluice.ports import ObjectStore, ObjectWriter
 
 MAX_LISTED = 20

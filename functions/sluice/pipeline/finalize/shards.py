@@ -47,7 +47,7 @@ from sluice.domain.layout import finalize_prefix, records_prefix, work_prefix
 from sluice.domain.pages import DIGEST_BYTES
 from sluice.domain.runs import RunState
 from sluice.domain.shards import Shard
-from sluice.pipeline.output import (
+from sluice.pipeline.finalize.output import (
     INDEX_ROW,
     POSITION_BYTES,
     OutputPlan,
@@ -56,8 +56,8 @@ from sluice.pipeline.output import (
     first_positions,
     write_shard,
 )
+from sluice.pipeline.finalize.usage import UsageCounter
 from sluice.pipeline.services import Services
-from sluice.pipeline.usage import UsageCounter
 from sluice.ports import ObjectStore
 from sluice.spec import CrawlSpec
 

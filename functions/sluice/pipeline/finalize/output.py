@@ -30,7 +30,7 @@ from sluice.domain.layout import index_key, manifest_key, part_key, records_file
 from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, digest, url_number
 from sluice.domain.shards import Shard
 from sluice.extraction.extract import record_identity
-from sluice.pipeline.page_index import (
+from sluice.pipeline.finalize.page_index import (
     _INDEX_MAGIC,
     _INDEX_ROW,
     INDEX_MAGIC,

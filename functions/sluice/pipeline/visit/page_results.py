@@ -31,8 +31,8 @@ from sluice.extraction.limits import PageTooComplex
 from sluice.fetch.outcomes import Failed, Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
-from sluice.pipeline.carried import by_link, keep_carried
-from sluice.pipeline.links import carried_data, children, with_carried
+from sluice.pipeline.visit.carried import by_link, keep_carried
+from sluice.pipeline.visit.links import carried_data, children, with_carried
 from sluice.spec import CrawlSpec
 
 

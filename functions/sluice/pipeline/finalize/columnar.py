@@ -26,7 +26,7 @@ from sluice.spec import CrawlSpec, spec_files
 from sluice.spec.columns import Column, record_columns, table_name, type_columns, type_table_name
 
 if TYPE_CHECKING:
-    from sluice.pipeline.finalize import Finalized
+    from sluice.pipeline.finalize.driver import Finalized
     from sluice.pipeline.services import Services
 
 CopyStatus = Literal["RUNNING", "SUCCEEDED", "FAILED", "NOT_STARTED"]

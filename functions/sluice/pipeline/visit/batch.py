@@ -28,20 +28,20 @@ from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
-from sluice.pipeline.backlog import send_backlog
-from sluice.pipeline.carried import mark_stale, refresh
-from sluice.pipeline.container import Container
-from sluice.pipeline.links import parent_id
-from sluice.pipeline.page_results import Retry, Visit, awaits_parent
-from sluice.pipeline.page_visit import TIME_MARGIN_S, PageVisitor
-from sluice.pipeline.requeue import RetryLater, drop_malformed, return_later
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services, UnknownCrawl
-from sluice.pipeline.writer import ChunkedWrites, ChunkWriter, early_chunk
+from sluice.pipeline.start.backlog import send_backlog
+from sluice.pipeline.visit.carried import mark_stale, refresh
+from sluice.pipeline.visit.container import Container
+from sluice.pipeline.visit.links import parent_id
+from sluice.pipeline.visit.page import TIME_MARGIN_S, PageVisitor
+from sluice.pipeline.visit.page_results import Retry, Visit, awaits_parent
+from sluice.pipeline.visit.requeue import RetryLater, drop_malformed, return_later
+from sluice.pipeline.visit.writer import ChunkedWrites, ChunkWriter, early_chunk
 from sluice.spec import CrawlSpec, SpecError
 
 if TYPE_CHECKING:
-    from sluice.pipeline.archive import BatchArchive
+    from sluice.pipeline.visit.archive import BatchArchive
 
 BatchUrl = tuple[str, QueuedMessage, UrlTask]
 """A URL of a batch to visit: its hash, the message that holds it, its task."""
@@ -425,7 +425,7 @@ def by_host_in_turn(items: list[BatchUrl]) -> list[BatchUrl]:
 
 def _archive(crawl: str, run_id: str) -> BatchArchive:
     # warcio (~40 ms to import) only for specs that keep their responses: the others' cold starts stay as they were.
-    from sluice.pipeline.archive import BatchArchive
+    from sluice.pipeline.visit.archive import BatchArchive
 
     return BatchArchive(crawl, run_id)
 

@@ -48,15 +48,15 @@ from sluice.domain.pages import PageResult
 from sluice.domain.runs import Progress, RunState, drained
 from sluice.domain.seedset import SeedSet
 from sluice.observability import logger
-from sluice.pipeline.container import Container
-from sluice.pipeline.links import ClaimCache, claim_links, parent_id, unknown_beyond_depth
-from sluice.pipeline.page_results import RecordsPart, Visit
 from sluice.pipeline.services import Services
+from sluice.pipeline.visit.container import Container
+from sluice.pipeline.visit.links import ClaimCache, claim_links, parent_id, unknown_beyond_depth
+from sluice.pipeline.visit.page_results import RecordsPart, Visit
 from sluice.ports import Claims
 from sluice.spec import CrawlSpec
 
 if TYPE_CHECKING:
-    from sluice.pipeline.archive import BatchArchive
+    from sluice.pipeline.visit.archive import BatchArchive
 
 T = TypeVar("T")
 R = TypeVar("R")
