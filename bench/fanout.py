@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.fanout [--urls 1000000] [--hosts 1000] [--window 120000]
 
-The scheduler's real fan-out (``pipeline/start.py``) runs on the local store (SQLite queue, files for
+The scheduler's real fan-out (``pipeline/start/fanout.py``) runs on the local store (SQLite queue, files for
 the objects) with the stack's defaults, once with each host's backlog capped (``host_backlog_messages``,
 20) and once without (0: every seed straight to the queue, in seed order, as before the cap). Nothing
 is fetched. Reported: the fan-out's time and peak memory, the messages it queued, the backlog chunks it

@@ -4,7 +4,7 @@ When night N's selector broke, the pages were fetched all the same and, with ``o
 kept as WARC. ``sluice reextract RUN`` reads back every counted page's response (one range read
 of its :class:`~sluice.domain.pages.ArchiveRef`: this run's archive for a page it fetched, an
 earlier run's for a page it reused), extracts it with the spec given (default: the crawl's
-current one), and rebuilds the run as finalizing built it (:func:`~sluice.pipeline.finalize.rebuild_output`):
+current one), and rebuilds the run as finalizing built it (:func:`~sluice.pipeline.finalize.driver.rebuild_output`):
 records files, page index, manifest and a summary with a fresh verdict, and a ``reextracted``
 section saying what was done. No link is followed again: a page that only the fixed spec would
 have reached is not in the run, and the summary says so.

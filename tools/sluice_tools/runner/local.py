@@ -101,7 +101,7 @@ class LocalFleet:
             batch_size=config.batch_size,
             pack_receives=config.pack_receives,
             host_backlog_messages=config.host_backlog_messages,
-            # Parts are files here: a batch writes its first half while it fetches the second (pipeline/writer.py).
+            # Parts are files here: a batch writes its first half while it fetches the second (visit/writer.py).
             early_write_urls=LOCAL_EARLY_WRITE_URLS,
             fetcher_memory_mb=config.fetcher.memory_mb,
             finalizer_memory_mb=config.finalizer.memory_mb,

@@ -2,7 +2,7 @@
 
 The page index and manifest, the run's tally and verdict, its summary (``summary.json``) and
 metrics, and its lock released; or, when finalizing cannot complete, the run ended failed with
-the reason in its summary. ``sluice.pipeline.finalize`` drives the phases that lead here.
+the reason in its summary. ``sluice.pipeline.finalize.driver`` drives the phases that lead here.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ pages spread over every URL shard, is read by one task in one range; a reused bl
 group of its 8 MB region of the catalog run's output file, read by one task in one range. Keyed by
 URL shard, a part's ~100 pages would be read by up to 100 tasks: a ranged GET a page.
 
-The combine step (``sluice.pipeline.finalize``) reads the results, merges the groups' page-index
+The combine step (``sluice.pipeline.finalize.driver``) reads the results, merges the groups' page-index
 rows (each group's sorted, read in bounded chunks) into hash order, and writes the run's index,
 manifest and summary. Memory per task is its shard's or group's: about 40,000 pages at the default
 size (groups are as many as shards, and parts spread evenly over them).

@@ -11,7 +11,7 @@ claim a link that is a seed. The fan-out proceeds in chunks and stops while it h
 the caller continues it from ``offset`` in a fresh invocation. Until the fan-out completes the
 run is seeding: however fast the fetchers catch up, it is not done. Each host has at most
 ``host_backlog_messages`` messages in the queue; its seeds past that follow in waves from S3
-(:mod:`sluice.pipeline.backlog`), so no host's backlog hides the others from SQS FIFO.
+(:mod:`sluice.pipeline.start.backlog`), so no host's backlog hides the others from SQS FIFO.
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ class SeedPlan:
 
     Deterministic, so a continuation (or a retried start) skips exactly what was sent. Memory
     stays at 8 bytes per seed: the catalog is streamed from its store once, never held, and the
-    tasks that scan makes are kept in S3 for the sends (:mod:`sluice.pipeline.catalogplan`). The
+    tasks that scan makes are kept in S3 for the sends (:mod:`sluice.pipeline.start.catalogplan`). The
     sitemaps' pages come from what the run's first start read and stored (:meth:`read_sitemaps`),
     never from the sites again, with the lastmod each task carries.
     """

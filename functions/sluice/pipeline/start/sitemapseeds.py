@@ -1,6 +1,6 @@
 """A run's sitemap seeds as its start stored them: page URLs with their lastmod, and what reading found.
 
-Reading sitemaps asks sites for them, so it happens once per run (:mod:`sluice.pipeline.sitemaps`).
+Reading sitemaps asks sites for them, so it happens once per run (:mod:`sluice.pipeline.start.sitemaps`).
 What it found is stored under the run's work prefix, one ``URL<TAB>LASTMOD`` line a page, and
 everything after reads that: a fan-out continued in a fresh invocation, or a retried start, plans
 exactly the stream the first one planned. The lines object is committed last (after the report),

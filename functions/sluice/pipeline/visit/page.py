@@ -2,8 +2,8 @@
 
 A URL is asked "changed since?" when the catalog run knew its validators and a 304 can stand for its
 records, and not asked at all when a sitemap's lastmod or the recrawl schedule says it is not due;
-its result follows the rules of :mod:`sluice.pipeline.page_results`. What the batch does with the
-visits (write them, return the retries to the queue) is :mod:`sluice.pipeline.visit`'s.
+its result follows the rules of :mod:`sluice.pipeline.visit.page_results`. What the batch does with the
+visits (write them, return the retries to the queue) is :mod:`sluice.pipeline.visit.batch`'s.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ new link and one send for them, one conditional write per URL that counts it (it
 :class:`~sluice.domain.pages.PageResult`), one progress report. Every step is safe to repeat and the
 order makes a crash at any line harmless:
 
-0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.archive`) are
+0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.visit.archive`) are
    written before the part and any result (a crash leaves an unreferenced file);
 1. the part is written before any result points at it (a crash leaves an unreferenced part);
 2. links are claimed and sent before the page that found them is counted (a redelivered page
