@@ -9,17 +9,15 @@ import pytest
 
 from sluice.domain.runs import RunState
 from sluice.pipeline.finalize.columnar import (
-    CopyState,
     QueryRefused,
     check_copy,
     check_recent,
-    describe,
-    read_state,
     request_token,
     start_copy,
     unload_sql,
     unloads,
 )
+from sluice.pipeline.finalize.columnar_state import CopyState, describe, read_state
 from sluice.spec import parse_spec
 from sluice.spec.columns import Column
 
