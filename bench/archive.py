@@ -26,8 +26,8 @@ import httpx
 
 from sluice.fetch.outcomes import Fetched, Validators
 from sluice.messages import UrlTask
-from sluice.pipeline.archive import BatchArchive
 from sluice.pipeline.services import load_crawl
+from sluice.pipeline.visit.archive import BatchArchive
 from sluice.spec import load_spec
 from sluice_tools.demosite import running_demo_site
 from sluice_tools.ops.reextract import reextract_local

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.fanout [--urls 1000000] [--hosts 1000] [--window 120000]
 
-The scheduler's real fan-out (``pipeline/start.py``) runs on the local store (SQLite queue, files for
+The scheduler's real fan-out (``pipeline/start/fanout.py``) runs on the local store (SQLite queue, files for
 the objects) with the stack's defaults, once with each host's backlog capped (``host_backlog_messages``,
 20) and once without (0: every seed straight to the queue, in seed order, as before the cap). Nothing
 is fetched. Reported: the fan-out's time and peak memory, the messages it queued, the backlog chunks it
@@ -32,9 +32,9 @@ from sluice.adapters.local import LocalStore
 from sluice.domain.layout import seeds_key, work_prefix
 from sluice.messages import StartEvent
 from sluice.observability import logger
-from sluice.pipeline.backlog import WAVES_PER_CHUNK
 from sluice.pipeline.services import Tuning, load_crawl
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start.backlog import WAVES_PER_CHUNK
+from sluice.pipeline.start.fanout import start_run
 
 RESULTS = Path("bench/results")
 DOC = Path("docs/benchmarks.md")

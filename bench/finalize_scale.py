@@ -49,8 +49,8 @@ from sluice.adapters.local.frontier import SqliteFrontier
 from sluice.adapters.local.objects import FileObjects, FileWriter
 from sluice.domain.cost import US_EAST_1
 from sluice.domain.shards import Shard
-from sluice.pipeline.finalize import Finalized, finalize_run, shard_completed
-from sluice.pipeline.finalize_shards import Attempt, run_task
+from sluice.pipeline.finalize.driver import Finalized, finalize_run, shard_completed
+from sluice.pipeline.finalize.shards import Attempt, run_task
 from sluice.pipeline.services import Services, Tuning
 from sluice.spec import parse_spec
 from sluice_tools import synthetic

@@ -15,7 +15,7 @@ from typing import Any
 
 from sluice.domain.cost import GB, US_EAST_1, PriceList
 from sluice.domain.layout import records_prefix
-from sluice.pipeline.columnar import unloads
+from sluice.pipeline.finalize.columnar import unloads
 from sluice.spec import CrawlSpec
 from sluice_tools.emulate import state
 

@@ -1,6 +1,6 @@
 """The Glue catalog over the runs' output: one database per stage, one table per crawl spec, and for a
 spec with page types one more per type (its own fields and those carried to it, over its folder); and
-each of them again, named ``..._parquet``, over the run's Parquet copy (``sluice.pipeline.columnar``).
+each of them again, named ``..._parquet``, over the run's Parquet copy (``sluice.pipeline.finalize.columnar``).
 
 Partition projection computes a query's partitions from the table's own parameters, so there is
 no Glue crawler and no ``MSCK REPAIR TABLE``: a run's records are queryable the moment the

@@ -116,7 +116,7 @@ class Functions(Construct):
         storage.ledger.grant_read_write_data(self.fetcher)  # URL entries, progress shards, the run (read)
         queues.frontier.grant_send_messages(self.fetcher)  # discovered links
         # Receive, delete and visibility on the frontier come with its event source (below): packing
-        # receives and deletes messages with them too (sluice.pipeline.visit).
+        # receives and deletes messages with them too (sluice.pipeline.visit.batch).
         _grant_invoke_by_name(self.fetcher, stack, config.finalizer_function)
         # One part of records per batch written, the run's seed set read.
         _grant_objects(self.fetcher, storage, WORK_PREFIX, ["s3:PutObject", "s3:GetObject"], list_prefix=True)
@@ -253,7 +253,7 @@ def _grant_objects(
 def _grant_parquet_copy(
     grantee: lambda_.Function, stack: Stack, config: StackConfig, storage: Storage, specs: list[CrawlSpec]
 ) -> None:
-    """What the Parquet copy's UNLOAD takes (sluice.pipeline.columnar): Athena runs it with the finalizer's role.
+    """What the Parquet copy's UNLOAD takes (sluice.pipeline.finalize.columnar): Athena runs it as the finalizer.
 
     Starting and reading queries in the copy's own workgroup only (its scan cut-off sized to a whole run; never
     the users' query workgroup, whose 20 GB would cancel a large run's copy); reading the definitions of the

@@ -32,7 +32,7 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 RUN_PERIOD = Duration.hours(1)
 
 HOST_BLOCKED_LOG = "host blocked for the run"
-"""The fetcher's log line when the breaker pauses a host (``sluice.pipeline.visit``): host and reason."""
+"""The fetcher's log line when the breaker pauses a host (``sluice.pipeline.visit.batch``): host and reason."""
 # Its reason reads "host H blocked: refusals (403/429) on 12 of 20 answers (60%)" (fetch.politeness):
 # the refusal, the counts and the share are parsed out of it for the per-host table.
 _BLOCKED_HOSTS_QUERY = [

@@ -128,7 +128,7 @@ class UrlTask(_Message):
     """Fields the linking page carried to this one, merged into its records; JSON scalars, bounded."""
     # Left out of a message when absent: a host under its backlog cap sends the tasks it sent before, byte for byte.
     backlog: Annotated[str | None, Field(pattern=BACKLOG_WAVE, exclude_if=lambda v: v is None)] = None
-    """The next wave of its host's backlog (``HOST_ID/CHUNK/WAVE``, :mod:`sluice.pipeline.backlog`): the fetcher
+    """The next wave of its host's backlog (``HOST_ID/CHUNK/WAVE``, :mod:`sluice.pipeline.start.backlog`): the fetcher
     that visits this task sends that wave's tasks before its batch is acknowledged, so the host's seeds follow."""
 
     @property

@@ -45,8 +45,8 @@ class RunMetric(StrEnum):
     """Emitted by every sweep (not per run) for each crawl with a schedule: 1 when no run has finished within
     the schedule's period plus an hour (``sluice.domain.schedule.run_missing``), else 0."""
     PARQUET_FAILED = "ParquetFailed"
-    """1 when a run's Parquet copy (Athena ``UNLOAD``, ``sluice.pipeline.columnar``) failed or was refused: emitted
-    by the finalizer or the sweep that found it, never for a copy that is running or succeeded."""
+    """1 when a run's Parquet copy (Athena ``UNLOAD``, ``sluice.pipeline.finalize.columnar``) failed or was refused:
+    emitted by the finalizer or the sweep that found it, never for a copy that is running or succeeded."""
     PROXIES_EJECTED = "ProxiesEjected"
     """Proxies of the pool (``request.proxies``) ejected for the run: 407, no connection, or 403 on every answer
     (emitted for crawls with a pool only)."""

@@ -46,9 +46,9 @@ class Settings(BaseModel):
     """Only the local runner and tests set this; the stack never does."""
     batch_size: int = Field(default=defaults.BATCH_SIZE, ge=1, le=10_000)
     pack_receives: int = Field(default=defaults.PACK_RECEIVES, ge=0, le=50)
-    """Receives a fetcher may add to a batch of few hosts (``sluice.pipeline.visit._pack``); 0 turns packing off."""
+    """Receives a fetcher may add to a batch of few hosts (``sluice.pipeline.visit.batch._pack``); 0: no packing."""
     host_backlog_messages: int = Field(default=defaults.HOST_BACKLOG_MESSAGES, ge=0, le=12_000)
-    """Messages of one host in the queue at once (``sluice.pipeline.backlog``); 0 sends every seed at once."""
+    """Messages of one host in the queue at once (``sluice.pipeline.start.backlog``); 0 sends every seed at once."""
     early_write_urls: int = Field(default=defaults.EARLY_WRITE_URLS, ge=0, le=10_000)
     """A batch of at least this many URLs is written in chunks while it fetches (0: off, the stack's)."""
     fetcher_memory_mb: int = Field(default=defaults.FETCHER_MEMORY_MB, ge=128, le=10_240)

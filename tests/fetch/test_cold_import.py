@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LOADED_LATER = ("aiohttp", "aiohttp.connector", "httpx_aiohttp", "yaml", "sluice.pipeline.columnar")
+LOADED_LATER = ("aiohttp", "aiohttp.connector", "httpx_aiohttp", "yaml", "sluice.pipeline.finalize.columnar")
 """Not loaded by the fetcher's import: the HTTP stack (first request), YAML (a YAML spec file), the Parquet copy
 (the finalizer's alone)."""
 

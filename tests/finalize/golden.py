@@ -17,7 +17,7 @@ from typing import Any
 
 from sluice.adapters.local import LocalStore
 from sluice.domain.layout import manifest_key, summary_key
-from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.finalize.driver import finalize_run
 from sluice.pipeline.services import Services, Tuning
 from sluice_tools import synthetic
 

@@ -18,10 +18,10 @@ from cdk_nag import AwsSolutionsChecks
 from sluice.domain.summary import Cost, PageCounts, ProxySummary, RecordCounts, RunSummary
 from sluice.domain.verdict import RunCounts, judge
 from sluice.metrics import CRAWL_DIMENSION, NAMESPACE, UNITS, RunMetric
-from sluice.pipeline.columnar import emit_copy_failed
-from sluice.pipeline.finalize_summary import verdict_summary
-from sluice.pipeline.run_metrics import emit_metrics
-from sluice.pipeline.schedules import ScheduleCheck, emit_missing_runs
+from sluice.pipeline.finalize.columnar import emit_copy_failed
+from sluice.pipeline.finalize.run_metrics import emit_metrics
+from sluice.pipeline.finalize.schedules import ScheduleCheck, emit_missing_runs
+from sluice.pipeline.finalize.summary import verdict_summary
 from sluice.spec import Alerts
 
 # Rules we ignore, and why. W3005: aws-cdk-lib adds DependsOn from each function to its own role,

@@ -34,7 +34,8 @@ from sluice.adapters.aws.athena import AthenaQueries
 from sluice.adapters.aws.clients import client
 from sluice.domain.layout import summary_key
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
-from sluice.pipeline.columnar import CopyState, check_recent, copy_state_key, describe
+from sluice.pipeline.finalize.columnar import check_recent
+from sluice.pipeline.finalize.columnar_state import CopyState, copy_state_key, describe
 from sluice.pipeline.reextract import reextract_run
 from sluice.pipeline.services import load_crawl
 from sluice.settings import Settings

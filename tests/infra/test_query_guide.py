@@ -9,7 +9,7 @@ import pytest
 from infra.config import DEFAULT
 from infra.crawls import deployed_specs
 
-from sluice.pipeline.columnar import unloads
+from sluice.pipeline.finalize.columnar import unloads
 from sluice.spec import load_spec
 from sluice.spec.columns import PARTITIONS, record_columns, table_name
 

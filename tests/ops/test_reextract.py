@@ -12,7 +12,7 @@ import pytest
 from infra.config import DEFAULT
 
 from sluice.adapters.aws.objects import S3Objects
-from sluice.pipeline.columnar import copy_state_key
+from sluice.pipeline.finalize.columnar_state import copy_state_key
 from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import state

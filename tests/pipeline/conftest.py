@@ -43,11 +43,11 @@ from sluice.domain.tally import RunTally
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
 from sluice.messages import QueuedMessage, StartEvent
 from sluice.observability import logger
-from sluice.pipeline.container import Container
-from sluice.pipeline.finalize import finalize_run, sweep
+from sluice.pipeline.finalize.driver import finalize_run, sweep
 from sluice.pipeline.services import Services, Tuning, load_crawl
-from sluice.pipeline.start import start_run
-from sluice.pipeline.visit import visit_batch
+from sluice.pipeline.start.fanout import start_run
+from sluice.pipeline.visit.batch import visit_batch
+from sluice.pipeline.visit.container import Container
 from sluice.ports import HostBook
 from sluice.spec import CrawlSpec, parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site

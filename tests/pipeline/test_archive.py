@@ -18,9 +18,9 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from sluice.domain.layout import ARCHIVE_PREFIX, index_key, manifest_key, part_key
-from sluice.pipeline import archive as archive_module
-from sluice.pipeline.archive import parse_record
 from sluice.pipeline.reextract import ReextractRefused, reextract_run
+from sluice.pipeline.visit import archive as archive_module
+from sluice.pipeline.visit.archive import parse_record
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 

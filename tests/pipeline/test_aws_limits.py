@@ -22,7 +22,9 @@ from moto import mock_aws
 
 from sluice.adapters.aws.clients import client, reset
 from sluice.domain.hosts import host_key
-from sluice.pipeline import page_visit, robots, visit
+from sluice.pipeline import robots
+from sluice.pipeline.visit import batch as visit
+from sluice.pipeline.visit import page as page_visit
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import runner as runner_module

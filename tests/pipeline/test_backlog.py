@@ -11,9 +11,9 @@ import pytest
 from sluice.domain.hosts import host_key
 from sluice.domain.layout import backlog_key
 from sluice.messages import StartEvent
-from sluice.pipeline import start
-from sluice.pipeline.backlog import chunk_name, send_backlog
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start import fanout as start
+from sluice.pipeline.start.backlog import chunk_name, send_backlog
+from sluice.pipeline.start.fanout import start_run
 from sluice_tools.demosite import RunningDemoSite
 
 from .conftest import Pipeline, SpecData

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sluice.domain.pages import url_hash
 from sluice.messages import QueuedMessage, UrlTask
-from sluice.pipeline.visit import by_host_in_turn
+from sluice.pipeline.visit.batch import by_host_in_turn
 
 
 def item(url: str, message: str) -> tuple[str, QueuedMessage, UrlTask]:

@@ -1,4 +1,4 @@
-"""A batch written in two chunks while it fetches (pipeline/writer.py): each chunk is written as a whole
+"""A batch written in two chunks while it fetches (pipeline/visit/writer.py): each chunk is written as a whole
 batch is, so a worker dying between the chunks still counts every page and record once.
 
 The demo batches here hold 5 URLs: the threshold for a split (``early_write_urls``, off on the stack by
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sluice.pipeline.writer import ChunkedWrites, early_chunk
+from sluice.pipeline.visit.writer import ChunkedWrites, early_chunk
 from sluice_tools.demosite import RunningDemoSite
 
 from .conftest import Pipeline, SpecData

@@ -8,18 +8,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sluice.domain.runs import RunState
-from sluice.pipeline.columnar import (
-    CopyState,
+from sluice.pipeline.finalize.columnar import (
     QueryRefused,
     check_copy,
     check_recent,
-    describe,
-    read_state,
     request_token,
     start_copy,
     unload_sql,
     unloads,
 )
+from sluice.pipeline.finalize.columnar_state import CopyState, describe, read_state
 from sluice.spec import parse_spec
 from sluice.spec.columns import Column
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sluice.domain.layout import index_key
-from sluice.pipeline import page_visit
+from sluice.pipeline.visit import page as page_visit
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite import RunningDemoSite
 

@@ -13,9 +13,9 @@ from sluice.adapters.aws.queue import SqsQueue
 from sluice.domain.runs import RunInFlight
 from sluice.handlers import scheduler
 from sluice.messages import StartEvent
-from sluice.pipeline import start
-from sluice.pipeline.catalogplan import plan_key
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start import fanout as start
+from sluice.pipeline.start.catalogplan import plan_key
+from sluice.pipeline.start.fanout import start_run
 from sluice.spec import SpecError, parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate.context import LocalContext

@@ -4,7 +4,7 @@ SQS FIFO finds deliverable groups among the first 120,000 messages of a queue; m
 at all of them, so a fan-out that hides every other host behind its first one passed every test. The
 local queue plays the window here, scaled down (``head_window``), and the fleet is played in rounds:
 each round up to ``FLEET`` fetchers receive a batch, then each sends the backlog chunks its batch
-points at (the fetcher's own :func:`~sluice.pipeline.backlog.send_backlog`) and deletes its batch.
+points at (the fetcher's own :func:`~sluice.pipeline.start.backlog.send_backlog`) and deletes its batch.
 No page is fetched: the test is about which hosts the queue can give, in queue order, not wall time.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from sluice.domain.hosts import host_key
 from sluice.domain.layout import seeds_key
 from sluice.messages import CrawlMessage, parse_body
-from sluice.pipeline.backlog import send_backlog
+from sluice.pipeline.start.backlog import send_backlog
 
 from .conftest import LocalHarness, PipelineOn
 

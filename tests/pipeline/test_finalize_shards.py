@@ -21,10 +21,11 @@ from sluice.adapters.aws.shardtasks import SqsShardTasks
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import RunState
 from sluice.messages import UrlTask
-from sluice.pipeline import finalize, finalize_shards
-from sluice.pipeline.finalize import finalize_run
-from sluice.pipeline.finalize_shards import Attempt
-from sluice.pipeline.output import load_index
+from sluice.pipeline.finalize import driver as finalize
+from sluice.pipeline.finalize import shards as finalize_shards
+from sluice.pipeline.finalize.driver import finalize_run
+from sluice.pipeline.finalize.output import load_index
+from sluice.pipeline.finalize.shards import Attempt
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 from sluice_tools import synthetic

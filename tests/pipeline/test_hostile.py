@@ -14,9 +14,9 @@ import pytest
 from sluice.domain.layout import seeds_key
 from sluice.domain.pages import url_hash
 from sluice.messages import StartEvent, UrlTask
-from sluice.pipeline.finalize import finalize_run
-from sluice.pipeline.links import parent_id
-from sluice.pipeline.start import StartFailed, catalog_run, start_run
+from sluice.pipeline.finalize.driver import finalize_run
+from sluice.pipeline.start.fanout import StartFailed, catalog_run, start_run
+from sluice.pipeline.visit.links import parent_id
 from sluice_tools.demosite import RunningDemoSite
 
 from .conftest import Pipeline, SpecData

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from sluice.domain.hosts import MAX_PAUSE_S, HostState
-from sluice.pipeline.requeue import IN_PROCESS_WAIT_CAP_S, visibility_backoff
+from sluice.pipeline.visit.requeue import IN_PROCESS_WAIT_CAP_S, visibility_backoff
 from sluice_tools.demosite import RunningDemoSite
 
 from .conftest import Logs, Pipeline, SpecData

@@ -10,7 +10,7 @@ from sluice.domain.pages import MAX_DIGESTS, MAX_REASON, PageResult, url_hash
 from sluice.domain.recrawl import MAX_INTERVAL_S
 from sluice.fetch.outcomes import Failed, Fetched, Validators
 from sluice.messages import UrlTask
-from sluice.pipeline.page_results import failed_result, fetched_visit
+from sluice.pipeline.visit.page_results import failed_result, fetched_visit
 from sluice.spec import parse_spec
 from sluice_tools.meter.dynamo_size import item_size
 

@@ -13,9 +13,9 @@ from sluice.domain.layout import part_key, records_prefix
 from sluice.domain.pages import PageResult, PartBlock
 from sluice.domain.summary import RunSummary
 from sluice.messages import UrlTask
-from sluice.pipeline.carried import MapCache, by_link, refresh
-from sluice.pipeline.links import parent_id
-from sluice.pipeline.page_results import RecordsPart
+from sluice.pipeline.visit.carried import MapCache, by_link, refresh
+from sluice.pipeline.visit.links import parent_id
+from sluice.pipeline.visit.page_results import RecordsPart
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.ops.query import crawl_tables, run_query
 from sluice_tools.runner.session import LocalRun
@@ -409,7 +409,7 @@ def test_pages_whose_linking_page_cannot_give_this_nights_data_are_counted_stale
     first = pipeline.run("carry-stale")
     before = {r["url"]: r["price"] for r in pipeline.records("carry-stale", first) if r["_type"] == "item"}
     httpx.get(f"{site.base_url}/_test/carry-bump/carry-stale")
-    monkeypatch.setattr("sluice.pipeline.carried.part_key", lambda crawl, run, part: f"work/{crawl}/gone/{part}")
+    monkeypatch.setattr("sluice.pipeline.visit.carried.part_key", lambda crawl, run, part: f"work/{crawl}/gone/{part}")
 
     second = pipeline.start("carry-stale")
     pipeline.drain(1)  # a message a batch: the items' batches come after the listing's, and read its result

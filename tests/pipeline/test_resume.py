@@ -22,8 +22,8 @@ import yaml
 
 from sluice.domain.layout import summary_key
 from sluice.domain.runs import Progress
-from sluice.pipeline import finalize_combine as finalize_module
-from sluice.pipeline import output
+from sluice.pipeline.finalize import combine as finalize_module
+from sluice.pipeline.finalize import output
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.runner.local import LocalFleet

@@ -10,7 +10,7 @@ from sluice.domain.runs import RunInFlight
 from sluice.domain.seedset import SeedSet
 from sluice.handlers import scheduler
 from sluice.messages import StartEvent
-from sluice.pipeline.start import SeedPlan, StartFailed, start_run
+from sluice.pipeline.start.fanout import SeedPlan, StartFailed, start_run
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.runner.local import LocalFleet

@@ -14,7 +14,7 @@ import yaml
 from sluice.adapters.aws.clients import client
 from sluice.domain.secrets import local_variable
 from sluice.messages import StartEvent
-from sluice.pipeline.start import start_run
+from sluice.pipeline.start.fanout import start_run
 from sluice_tools.cli import main
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.demosite.config import DEMO_TOKEN
@@ -205,7 +205,7 @@ def test_a_nightly_run_asks_only_for_the_pages_whose_lastmod_moved(
 def test_a_fan_out_continued_in_a_fresh_invocation_reads_no_sitemap_again(
     pipeline: Pipeline, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sluice.pipeline import start
+    from sluice.pipeline.start import fanout as start
 
     monkeypatch.setattr(start, "CHUNK", 10)
     pipeline.spec(sitemap_spec(books_spec, site.base_url))

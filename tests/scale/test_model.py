@@ -80,7 +80,7 @@ def test_many_hosts_are_paced_by_the_fleet() -> None:
 def test_packing_fills_an_invocation_with_hosts_whose_urls_wait_in_message_order() -> None:
     # 4 hosts of 100 URLs, cap 2, concurrency 8 (wants 8 / 2 = 4 hosts), one fetcher: its batch takes one
     # host's 10 messages and packs the other three: one invocation of 400 URLs.
-    # In message order (pipeline/visit.py today) the first host's URLs take all 8 slots and only 2 run: it is
+    # In message order (pipeline/visit/batch.py today) the first host's URLs take all 8 slots and only 2 run: it is
     # done at round 50, and each next host enters the slots only once the one before has fewer than 8 URLs
     # left, 47 rounds later: 50 + 3 x 47 = 191 rounds of 0.1 s = 19.1 s.
     site = Site(latency_s=0.1, concurrency=8, concurrency_per_domain=2)

@@ -18,7 +18,7 @@ DEMO_SPEC = Path("crawls/demo-books.yaml")
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from sluice.pipeline.seedfile import SeedFileError, check_seed_file
+    from sluice.pipeline.start.seedfile import SeedFileError, check_seed_file
 
     status = 0
     for path in args.specs:
@@ -97,7 +97,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from sluice.messages import MalformedMessage
-    from sluice.pipeline.seedfile import SeedFileError
+    from sluice.pipeline.start.seedfile import SeedFileError
     from sluice_tools.runner.secrets import MissingSecrets
     from sluice_tools.runner.session import StateInUse
     from sluice_tools.runner.summary import as_json, as_text, local_lines, progress_bar

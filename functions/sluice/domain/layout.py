@@ -57,7 +57,7 @@ def part_key(crawl: str, run_id: str, part_id: str) -> str:
 
 def backlog_key(crawl: str, run_id: str, chunk: str) -> str:
     """One chunk of a host's backlog (``HOST_ID/SEQ``): the seeds past the host's cap, sent by the fetcher that
-    visits the task pointing at it (:mod:`sluice.pipeline.backlog`)."""
+    visits the task pointing at it (:mod:`sluice.pipeline.start.backlog`)."""
     return f"{work_prefix(crawl, run_id)}backlog/{chunk}.jsonl"
 
 

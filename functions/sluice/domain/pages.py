@@ -201,7 +201,7 @@ class PageResult:
     its parent): a page seeded from the catalog takes its carried fields from here when its linking page was
     extracted earlier in the run, so a value that changed on the listing reaches it. Inline up to
     :data:`MAX_CARRIED_INLINE_BYTES`; a larger map is in the part, at ``carried_block``
-    (:mod:`sluice.pipeline.carried`)."""
+    (:mod:`sluice.pipeline.visit.carried`)."""
     carried_block: PartBlock | None = None
     """Where ``carried_by_link`` is when it is too large to keep inline: one JSON line of the batch's part."""
     carry_stale: bool = False

@@ -1,6 +1,6 @@
 """A run's summary: what it counted, what it wrote, how it was judged and what it cost, as one frozen value.
 
-The finalizer builds it (``sluice.pipeline.finalize_summary``), ``summary.json`` stores it, and
+The finalizer builds it (``sluice.pipeline.finalize.summary``), ``summary.json`` stores it, and
 every reader (the finalizer's answer, the metrics, ``sluice run --json``, ``show``, ``runs``,
 ``report``, ``reextract``) reads it through :meth:`RunSummary.from_json`, by attribute. This
 module is the one place its JSON keys are spelled: :meth:`RunSummary.to_json` writes them, and
@@ -8,7 +8,7 @@ module is the one place its JSON keys are spelled: :meth:`RunSummary.to_json` wr
 (missing sections take their empty value; ``records.carried_missing`` is read as ``reused_missing``).
 
 A few sections are other modules' own reports, kept as they were written: the sitemaps' report
-(``sluice.pipeline.sitemapseeds``) and the price list's usage lines (``sluice.domain.cost``).
+(``sluice.pipeline.start.sitemapseeds``) and the price list's usage lines (``sluice.domain.cost``).
 """
 
 from __future__ import annotations

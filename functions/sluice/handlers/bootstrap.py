@@ -25,7 +25,7 @@ from sluice.pipeline.services import Services, Trigger
 from sluice.settings import Settings
 
 if TYPE_CHECKING:
-    from sluice.pipeline.columnar import ParquetCopy
+    from sluice.pipeline.finalize.columnar import ParquetCopy
 
 _installed: list[Services] = []
 
@@ -43,7 +43,7 @@ def _parquet_copy(settings: Settings) -> ParquetCopy | None:
     if not (settings.workgroup and settings.glue_database):
         return None
     from sluice.adapters.aws.athena import AthenaQueries
-    from sluice.pipeline.columnar import ParquetCopy
+    from sluice.pipeline.finalize.columnar import ParquetCopy
 
     return ParquetCopy(AthenaQueries(settings.workgroup, settings.glue_database), settings.bucket)
 

@@ -18,8 +18,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sluice.handlers.bootstrap import services
 from sluice.messages import QueuedMessage
 from sluice.observability import logger, traced_handler
-from sluice.pipeline.container import Container
-from sluice.pipeline.visit import visit_batch
+from sluice.pipeline.visit.batch import visit_batch
+from sluice.pipeline.visit.container import Container
 
 _containers = threading.local()
 

@@ -13,9 +13,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sluice.handlers.bootstrap import services
 from sluice.messages import FinalizeEvent, ShardTask, parse_body
 from sluice.observability import annotate, logger, traced_handler
-from sluice.pipeline.columnar import copy_finished, sweep_copies
-from sluice.pipeline.finalize import Finalized, finalize_run, queued_shard, sweep
-from sluice.pipeline.schedules import check_schedules, emit_missing_runs
+from sluice.pipeline.finalize.columnar import copy_finished, sweep_copies
+from sluice.pipeline.finalize.driver import Finalized, finalize_run, queued_shard, sweep
+from sluice.pipeline.finalize.schedules import check_schedules, emit_missing_runs
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from sluice.handlers.bootstrap import services
 from sluice.messages import StartEvent, parse_body
 from sluice.observability import annotate, logger, traced_handler
-from sluice.pipeline.start import StartFailed, start_run
+from sluice.pipeline.start.fanout import StartFailed, start_run
 
 SAFETY_MARGIN_MS = 60_000
 

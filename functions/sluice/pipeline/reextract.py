@@ -4,7 +4,7 @@ When night N's selector broke, the pages were fetched all the same and, with ``o
 kept as WARC. ``sluice reextract RUN`` reads back every counted page's response (one range read
 of its :class:`~sluice.domain.pages.ArchiveRef`: this run's archive for a page it fetched, an
 earlier run's for a page it reused), extracts it with the spec given (default: the crawl's
-current one), and rebuilds the run as finalizing built it (:func:`~sluice.pipeline.finalize.rebuild_output`):
+current one), and rebuilds the run as finalizing built it (:func:`~sluice.pipeline.finalize.driver.rebuild_output`):
 records files, page index, manifest and a summary with a fresh verdict, and a ``reextracted``
 section saying what was done. No link is followed again: a page that only the fixed spec would
 have reached is not in the run, and the summary says so.
@@ -42,11 +42,11 @@ from sluice.extraction.extract import Record
 from sluice.fetch.outcomes import Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
-from sluice.pipeline.archive import ArchivedResponse, ArchiveUnreadable, read_response
-from sluice.pipeline.finalize import rebuild_output
-from sluice.pipeline.output import output_block
-from sluice.pipeline.page_results import RecordsPart, extract_again
+from sluice.pipeline.finalize.driver import rebuild_output
+from sluice.pipeline.finalize.output import output_block
 from sluice.pipeline.services import Services
+from sluice.pipeline.visit.archive import ArchivedResponse, ArchiveUnreadable, read_response
+from sluice.pipeline.visit.page_results import RecordsPart, extract_again
 from sluice.spec import CrawlSpec
 
 CHUNK_PAGES = 500

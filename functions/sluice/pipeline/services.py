@@ -14,7 +14,8 @@ from sluice.ports import Frontier, HostBook, ObjectStore, RecordsTable, RunLedge
 from sluice.spec import CrawlSpec, find_spec, load_spec, spec_files
 
 if TYPE_CHECKING:
-    from sluice.pipeline.columnar import ParquetCopy  # the finalizer's alone: the fetcher's cold start skips it
+    # the finalizer's alone: the fetcher's cold start skips it
+    from sluice.pipeline.finalize.columnar import ParquetCopy
 
 Trigger = Callable[[dict[str, object]], None]
 
@@ -49,7 +50,7 @@ class Tuning:
     """Messages of one host the fan-out puts in the queue at once; the rest follow in waves (0: no cap)."""
     early_write_urls: int = defaults.EARLY_WRITE_URLS
     """A batch of at least this many URLs writes its first half while its second half is fetched
-    (``sluice.pipeline.writer``; 0: a batch is written whole once fetched). Off on AWS: the split costs a
+    (``sluice.pipeline.visit.writer``; 0: a batch is written whole once fetched). Off on AWS: the split costs a
     second part PUT a batch (``make cost``: about +6% a run) for about 3% of an invocation's time. On
     for the local runner, where parts are files and the write was a third of a single host's batch."""
     fetcher_memory_mb: int = defaults.FETCHER_MEMORY_MB

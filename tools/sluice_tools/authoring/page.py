@@ -20,7 +20,7 @@ from sluice.extraction.urls import canonicalize_url
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.errors import DeferredFetchError
 from sluice.fetch.outcomes import Failed, Fetched, NotModified, Skipped
-from sluice.pipeline.archive import ArchiveUnreadable, read_response
+from sluice.pipeline.visit.archive import ArchiveUnreadable, read_response
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.secrets import local_credentials
 

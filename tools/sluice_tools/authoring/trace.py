@@ -22,7 +22,7 @@ from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import compile_step
 from sluice.extraction.structured import PageData
 from sluice.extraction.urls import Scope, canonical_link, canonicalize_url
-from sluice.pipeline.links import carried_data, with_carried
+from sluice.pipeline.visit.links import carried_data, with_carried
 from sluice.spec import CrawlSpec, ExtractField, ProcessStep, RegexStep, ReplaceStep
 from sluice.spec.models import MAX_CARRY_BYTES
 

@@ -20,7 +20,7 @@ from sluice.extraction.limits import PageTooComplex
 from sluice.extraction.urls import canonicalize_url
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
-from sluice.pipeline.links import CarriedData, carried_data, with_carried
+from sluice.pipeline.visit.links import CarriedData, carried_data, with_carried
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.secrets import local_credentials
 

@@ -29,9 +29,9 @@ from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.domain.summary import RunSummary
 from sluice.handlers import bootstrap, fetcher, finalizer, scheduler
-from sluice.pipeline.finalize import finalize_run
-from sluice.pipeline.seedfile import upload_seed_file
+from sluice.pipeline.finalize.driver import finalize_run
 from sluice.pipeline.services import Services
+from sluice.pipeline.start.seedfile import upload_seed_file
 from sluice.spec import CrawlSpec
 from sluice_tools.emulate import state
 from sluice_tools.emulate.context import LocalContext

@@ -19,7 +19,7 @@ from sluice.adapters.local.store import DB_NAME
 from sluice.domain.layout import RUNS_PREFIX, crawl_of_prefix, parquet_prefix, summary_key
 from sluice.domain.runs import Progress, RunState
 from sluice.domain.summary import RunSummary
-from sluice.pipeline.columnar import describe, read_state
+from sluice.pipeline.finalize.columnar_state import describe, read_state
 from sluice.spec import spec_files
 from sluice_tools.ops.query import PARQUET_DONE
 from sluice_tools.ops.stage import Stage, aws_errors

@@ -25,7 +25,8 @@ from sluice.adapters.local.store import DB_NAME
 from sluice.domain.clock import SYSTEM_CLOCK
 from sluice.domain.layout import parquet_prefix
 from sluice.domain.summary import RecordCounts, Reextraction
-from sluice.pipeline.columnar import CopyState, start_copy
+from sluice.pipeline.finalize.columnar import start_copy
+from sluice.pipeline.finalize.columnar_state import CopyState
 from sluice.pipeline.reextract import Reextracted, reextract_run
 from sluice.pipeline.services import Services, Tuning
 from sluice.spec import CrawlSpec, find_spec, load_spec

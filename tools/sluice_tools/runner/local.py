@@ -33,12 +33,12 @@ from sluice.domain.summary import RunSummary
 from sluice.domain.tally import RunTally
 from sluice.messages import StartEvent
 from sluice.observability import logger
-from sluice.pipeline.container import Container
-from sluice.pipeline.finalize import finalize_run
-from sluice.pipeline.revive import revive_waiting
-from sluice.pipeline.seedfile import upload_seed_file
+from sluice.pipeline.finalize.driver import finalize_run
+from sluice.pipeline.finalize.revive import revive_waiting
 from sluice.pipeline.services import Services, Tuning
-from sluice.pipeline.start import StartFailed, start_run
+from sluice.pipeline.start.fanout import StartFailed, start_run
+from sluice.pipeline.start.seedfile import upload_seed_file
+from sluice.pipeline.visit.container import Container
 from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
 from sluice_tools.runner.processes import VISIBILITY_S, Batches, WorkerPlan, WorkerProcesses, split
@@ -118,7 +118,7 @@ class LocalFleet:
             pack_receives=config.pack_receives,
             # A host's backlog holds at least a batch: else a batch of one host is cut at its backlog.
             host_backlog_messages=_backlog_for(config.host_backlog_messages, self.batch_messages),
-            # Parts are files here: a batch is written in chunks while it fetches (pipeline/writer.py).
+            # Parts are files here: a batch is written in chunks while it fetches (visit/writer.py).
             early_write_urls=LOCAL_EARLY_WRITE_URLS,
             fetcher_memory_mb=config.fetcher.memory_mb,
             finalizer_memory_mb=config.finalizer.memory_mb,

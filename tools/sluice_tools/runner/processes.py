@@ -31,9 +31,9 @@ from typing import TextIO
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.queue import SqliteQueue
 from sluice.observability import logger
-from sluice.pipeline.container import Container
 from sluice.pipeline.services import Services
-from sluice.pipeline.visit import visit_batch
+from sluice.pipeline.visit.batch import visit_batch
+from sluice.pipeline.visit.container import Container
 
 VISIBILITY_S = 24 * 3600.0
 """A received message stays hidden while its worker lives; only a dead process leaves one behind,

@@ -126,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         "--batch-order",
         choices=("by-message", "interleaved"),
         default="interleaved",
-        help="the order a batch's URLs take its slots: one host at a time in turn, as pipeline/visit.py does, or in "
-        "message order, as it did before",
+        help="the order a batch's URLs take its slots: one host at a time in turn, as pipeline/visit/batch.py does, "
+        "or in message order, as it did before",
     )
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/scale.md")
     parser.add_argument("--check", action="store_true", help="also a real local run, predicted against measured")

@@ -180,7 +180,7 @@ project's price table (`sluice.domain.cost`) over what the night used.
 ## The batch's order: what the targets need
 
 A fetcher's batch takes the spec's `concurrency` slots one host at a time in turn
-(`pipeline/visit.py`, `by_host_in_turn`). It took them in message order until this model showed
+(`pipeline/visit/batch.py`, `by_host_in_turn`). It took them in message order until this model showed
 what that cost: a packed batch holds several hosts, each message 10 URLs of one host, so the first
 host's URLs filled every slot while only its cap of them ran (a URL holds its slot while it waits on
 its host's cap), and the hosts packed behind it waited: at the defaults (32 slots, 8 a host) a batch

@@ -18,7 +18,7 @@ from typing import Any
 from infra.config import DEFAULT, StackConfig
 
 from sluice.adapters.aws.queue import SqsQueue
-from sluice.pipeline.start import CHUNK
+from sluice.pipeline.start.fanout import CHUNK
 from sluice.spec.models import Politeness
 
 ROOT = Path(__file__).resolve().parents[3]

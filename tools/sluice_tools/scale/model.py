@@ -69,7 +69,7 @@ class Night:
     """The queue's head window (default: SQS FIFO's quota; the local queue has none)."""
     batch_order: BatchOrder = "interleaved"
     """The order a batch's URLs take the spec's ``concurrency`` slots in: ``interleaved`` (one URL of each
-    host in turn, as ``pipeline/visit.py`` does), or ``by-message``, as it did before (a URL holds its slot
+    host in turn, as ``pipeline/visit/batch.py`` does), or ``by-message``, as it did before (a URL holds its slot
     while it waits on its host's cap)."""
 
     @property

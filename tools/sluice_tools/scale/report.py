@@ -140,7 +140,7 @@ def settings_table(stack: Stack, site: Site, measured: Measured, quotas: Quotas)
         (
             "fan-out send step, requests in flight",
             f"{stack.send_chunk_tasks:,} tasks, {stack.send_requests_in_flight}",
-            "sluice.pipeline.start.CHUNK, SqsQueue(senders=)",
+            "sluice.pipeline.start.fanout.CHUNK, SqsQueue(senders=)",
         ),
         (
             "spec concurrency, concurrency_per_domain, min delay",

@@ -1,4 +1,5 @@
-"""Athena for the Parquet copy (:class:`sluice.pipeline.columnar.QueryEngine`): statements in the stack's workgroup.
+"""Athena for the Parquet copy (:class:`sluice.pipeline.finalize.columnar.QueryEngine`): statements in the stack's
+workgroup.
 
 The workgroup's enforced configuration decides where results go and how they are encrypted, so a call
 names only the workgroup and the database. botocore's errors stop here, as :class:`QueryRefused`.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sluice.adapters.aws.clients import client
-from sluice.pipeline.columnar import QueryRefused
+from sluice.pipeline.finalize.columnar import QueryRefused
 
 
 class AthenaQueries:

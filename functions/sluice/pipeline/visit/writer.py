@@ -5,7 +5,7 @@ new link and one send for them, one conditional write per URL that counts it (it
 :class:`~sluice.domain.pages.PageResult`), one progress report. Every step is safe to repeat and the
 order makes a crash at any line harmless:
 
-0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.archive`) are
+0. with ``output.archive``, the batch's responses (a WARC file, :mod:`sluice.pipeline.visit.archive`) are
    written before the part and any result (a crash leaves an unreferenced file);
 1. the part is written before any result points at it (a crash leaves an unreferenced part);
 2. links are claimed and sent before the page that found them is counted (a redelivered page
@@ -50,15 +50,15 @@ from sluice.domain.pages import PageResult
 from sluice.domain.runs import Progress, RunState, drained
 from sluice.domain.seedset import SeedSet
 from sluice.observability import logger
-from sluice.pipeline.container import Container
-from sluice.pipeline.links import ClaimCache, claim_links, parent_id, unknown_beyond_depth
-from sluice.pipeline.page_results import RecordsPart, Visit
 from sluice.pipeline.services import Services
+from sluice.pipeline.visit.container import Container
+from sluice.pipeline.visit.links import ClaimCache, claim_links, parent_id, unknown_beyond_depth
+from sluice.pipeline.visit.page_results import RecordsPart, Visit
 from sluice.ports import Claims
 from sluice.spec import CrawlSpec
 
 if TYPE_CHECKING:
-    from sluice.pipeline.archive import BatchArchive
+    from sluice.pipeline.visit.archive import BatchArchive
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -2,11 +2,11 @@
 
 The batch's steps, in order: pack more messages when its hosts cannot use the crawl's concurrency,
 group them by run, refill the hosts' next waves of seeds, leave out URLs a redelivery already counted,
-take up each host where the fleet left it, visit every URL (:mod:`sluice.pipeline.page_visit`, by the
-rules of :mod:`sluice.pipeline.page_results`), write the visits (:mod:`sluice.pipeline.writer`: one or
+take up each host where the fleet left it, visit every URL (:mod:`sluice.pipeline.visit.page`, by the
+rules of :mod:`sluice.pipeline.visit.page_results`), write the visits (:mod:`sluice.pipeline.visit.writer`: one or
 two chunks, in an order that makes a crash at any line harmless), hand the hosts on, and answer per
-message: done, or back to the queue (:mod:`sluice.pipeline.requeue`). What outlives the invocation
-(fetchers, secrets, seed sets) is the :class:`~sluice.pipeline.container.Container`'s.
+message: done, or back to the queue (:mod:`sluice.pipeline.visit.requeue`). What outlives the invocation
+(fetchers, secrets, seed sets) is the :class:`~sluice.pipeline.visit.container.Container`'s.
 """
 
 from __future__ import annotations
@@ -28,20 +28,20 @@ from sluice.extraction.urls import Scope
 from sluice.fetch.client import PageFetcher
 from sluice.messages import CrawlMessage, MalformedMessage, QueuedMessage, UrlTask, parse_body
 from sluice.observability import annotate, logger, traced
-from sluice.pipeline.backlog import send_backlog
-from sluice.pipeline.carried import mark_stale, refresh
-from sluice.pipeline.container import Container
-from sluice.pipeline.links import parent_id
-from sluice.pipeline.page_results import Retry, Visit, awaits_parent
-from sluice.pipeline.page_visit import TIME_MARGIN_S, PageVisitor
-from sluice.pipeline.requeue import RetryLater, drop_malformed, return_later
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services, UnknownCrawl
-from sluice.pipeline.writer import ChunkedWrites, ChunkWriter, early_chunk
+from sluice.pipeline.start.backlog import send_backlog
+from sluice.pipeline.visit.carried import mark_stale, refresh
+from sluice.pipeline.visit.container import Container
+from sluice.pipeline.visit.links import parent_id
+from sluice.pipeline.visit.page import TIME_MARGIN_S, PageVisitor
+from sluice.pipeline.visit.page_results import Retry, Visit, awaits_parent
+from sluice.pipeline.visit.requeue import RetryLater, drop_malformed, return_later
+from sluice.pipeline.visit.writer import ChunkedWrites, ChunkWriter, early_chunk
 from sluice.spec import CrawlSpec, SpecError
 
 if TYPE_CHECKING:
-    from sluice.pipeline.archive import BatchArchive
+    from sluice.pipeline.visit.archive import BatchArchive
 
 BatchUrl = tuple[str, QueuedMessage, UrlTask]
 """A URL of a batch to visit: its hash, the message that holds it, its task."""
@@ -227,7 +227,7 @@ class _RunBatch:
     ) -> _Visited:
         """Every URL visited to its end, then written: one URL's crash must not leave the others in flight on an
         event loop that stops (and is frozen) when the handler returns. Half the batch's pages may be written
-        while the other half is fetched (:class:`~sluice.pipeline.writer.ChunkedWrites`)."""
+        while the other half is fetched (:class:`~sluice.pipeline.visit.writer.ChunkedWrites`)."""
         pages = PageVisitor(
             spec=spec,
             fetcher=fetcher,
@@ -341,7 +341,7 @@ class _RunBatch:
         self, awaiting: list[BatchUrl], first: list[BatchUrl], outcomes: Sequence[Visit | Retry | BaseException]
     ) -> tuple[list[BatchUrl], dict[str, str]]:
         """Pages seeded from the catalog with carried data, each with what its linking page carried to it this
-        run (:func:`sluice.pipeline.carried.refresh`): from this batch, or from a batch that ended before; and,
+        run (:func:`sluice.pipeline.visit.carried.refresh`): from this batch, or from a batch that ended before; and,
         by URL, why a page could not have it (it keeps the catalog's data, counted ``carry_stale``)."""
         in_batch = {
             parent_id(t.url): o.result for (_, _, t), o in zip(first, outcomes, strict=True) if isinstance(o, Visit)
@@ -425,7 +425,7 @@ def by_host_in_turn(items: list[BatchUrl]) -> list[BatchUrl]:
 
 def _archive(crawl: str, run_id: str) -> BatchArchive:
     # warcio (~40 ms to import) only for specs that keep their responses: the others' cold starts stay as they were.
-    from sluice.pipeline.archive import BatchArchive
+    from sluice.pipeline.visit.archive import BatchArchive
 
     return BatchArchive(crawl, run_id)
 

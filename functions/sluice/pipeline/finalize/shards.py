@@ -24,7 +24,7 @@ pages spread over every URL shard, is read by one task in one range; a reused bl
 group of its 8 MB region of the catalog run's output file, read by one task in one range. Keyed by
 URL shard, a part's ~100 pages would be read by up to 100 tasks: a ranged GET a page.
 
-The combine step (``sluice.pipeline.finalize``) reads the results, merges the groups' page-index
+The combine step (``sluice.pipeline.finalize.driver``) reads the results, merges the groups' page-index
 rows (each group's sorted, read in bounded chunks) into hash order, and writes the run's index,
 manifest and summary. Memory per task is its shard's or group's: about 40,000 pages at the default
 size (groups are as many as shards, and parts spread evenly over them).
@@ -47,7 +47,7 @@ from sluice.domain.layout import finalize_prefix, records_prefix, work_prefix
 from sluice.domain.pages import DIGEST_BYTES
 from sluice.domain.runs import RunState
 from sluice.domain.shards import Shard
-from sluice.pipeline.output import (
+from sluice.pipeline.finalize.output import (
     INDEX_ROW,
     POSITION_BYTES,
     OutputPlan,
@@ -56,8 +56,8 @@ from sluice.pipeline.output import (
     first_positions,
     write_shard,
 )
+from sluice.pipeline.finalize.usage import UsageCounter
 from sluice.pipeline.services import Services
-from sluice.pipeline.usage import UsageCounter
 from sluice.ports import ObjectStore
 from sluice.spec import CrawlSpec
 

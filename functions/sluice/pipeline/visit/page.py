@@ -2,8 +2,8 @@
 
 A URL is asked "changed since?" when the catalog run knew its validators and a 304 can stand for its
 records, and not asked at all when a sitemap's lastmod or the recrawl schedule says it is not due;
-its result follows the rules of :mod:`sluice.pipeline.page_results`. What the batch does with the
-visits (write them, return the retries to the queue) is :mod:`sluice.pipeline.visit`'s.
+its result follows the rules of :mod:`sluice.pipeline.visit.page_results`. What the batch does with the
+visits (write them, return the retries to the queue) is :mod:`sluice.pipeline.visit.batch`'s.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sluice.fetch.outcomes import Failed, Fetched, FetchOutcome, NotModified, Sk
 from sluice.fetch.proxies import with_route
 from sluice.messages import QueuedMessage, UrlTask
 from sluice.observability import logger
-from sluice.pipeline.page_results import (
+from sluice.pipeline.visit.page_results import (
     Retry,
     Visit,
     failed_result,
@@ -35,12 +35,12 @@ from sluice.pipeline.page_results import (
     reused_result,
     skipped_result,
 )
-from sluice.pipeline.requeue import IN_PROCESS_WAIT_CAP_S
+from sluice.pipeline.visit.requeue import IN_PROCESS_WAIT_CAP_S
 from sluice.ports import ObjectStore
 from sluice.spec import CrawlSpec
 
 if TYPE_CHECKING:
-    from sluice.pipeline.archive import BatchArchive
+    from sluice.pipeline.visit.archive import BatchArchive
 
 TIME_MARGIN_S = 20.0
 """A URL not started when the invocation has this little time left goes back to the queue."""

@@ -1,6 +1,6 @@
 """A run's page index: where each page's records are in its output files, by the first 64 bits of its URL hash.
 
-``pages.index`` is 25 bytes a page, sorted by URL hash (``sluice.pipeline.output`` writes it): the
+``pages.index`` is 25 bytes a page, sorted by URL hash (``sluice.pipeline.finalize.output`` writes it): the
 next run's finalizer finds the records a page reuses through it, and ``sluice reextract`` the
 records it keeps. A large index is never read whole by a shard: its rows are fixed-size and sorted,
 so a shard bisects to its own range with small range reads.

@@ -2,7 +2,7 @@
 
 The page index and manifest, the run's tally and verdict, its summary (``summary.json``) and
 metrics, and its lock released; or, when finalizing cannot complete, the run ended failed with
-the reason in its summary. ``sluice.pipeline.finalize`` drives the phases that lead here.
+the reason in its summary. ``sluice.pipeline.finalize.driver`` drives the phases that lead here.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from sluice.domain.summary import RunSummary
 from sluice.domain.tally import RunTally, merge, run_tally_from_plain
 from sluice.domain.verdict import Verdict, judge
 from sluice.observability import logger
-from sluice.pipeline.finalize_shards import KEYS, SCAN, WRITE, Attempt, index_rows, results
-from sluice.pipeline.finalize_summary import cost_section, failed_summary, previous_types, run_summary
-from sluice.pipeline.output import OutputPlan, OutputSummary, write_index_and_manifest
-from sluice.pipeline.run_metrics import emit_failed, emit_metrics
+from sluice.pipeline.finalize.output import OutputPlan, OutputSummary, write_index_and_manifest
+from sluice.pipeline.finalize.run_metrics import emit_failed, emit_metrics
+from sluice.pipeline.finalize.shards import KEYS, SCAN, WRITE, Attempt, index_rows, results
+from sluice.pipeline.finalize.summary import cost_section, failed_summary, previous_types, run_summary
+from sluice.pipeline.finalize.usage import UsageCounter
 from sluice.pipeline.services import Services
-from sluice.pipeline.sitemapseeds import load_report
-from sluice.pipeline.usage import UsageCounter
+from sluice.pipeline.start.sitemapseeds import load_report
 from sluice.spec import CrawlSpec
 
 SUMMARY_TYPE = "application/json"

@@ -3,12 +3,12 @@
 Counting is exact and happens here, once: every URL's result is read back from the frontier, by
 finalize shards (ranges of the URL-hash keyspace, ``sluice.domain.shards``), each its own task:
 run on a thread pool here, or as queued tasks on AWS (``Services.finalize_shards``), with the same
-code (``sluice.pipeline.finalize_shards``). An attempt has three phases: **scan** (the run's first
+code (``sluice.pipeline.finalize.shards``). An attempt has three phases: **scan** (the run's first
 scan, every shard's counts, plan and key digests), **keys** (per key section, the keys two shards
 share and the records gone; and the run's second scan), **write** (each shard's records files), then
-the **combine** (``sluice.pipeline.finalize_combine``): index, manifest, summary
+the **combine** (``sluice.pipeline.finalize.combine``): index, manifest, summary
 (``finalize_summary``), metrics (``run_metrics``), lock. This module drives the phases in order;
-a stalled run's waiting links are sent again by ``sluice.pipeline.revive``.
+a stalled run's waiting links are sent again by ``sluice.pipeline.finalize.revive``.
 
 A run is drained when every seed and every claimed link has its result. A drained run has no
 URL in flight, so nothing can add to it; but a scan is not a snapshot, and a page counted
@@ -33,9 +33,9 @@ from sluice.domain.shards import RunTooLarge, shard_count
 from sluice.domain.tally import RunTally, merge, run_tally_from_plain
 from sluice.messages import ShardTask
 from sluice.observability import logger
-from sluice.pipeline.finalize_combine import Finalized, Judged, combine, fail_run, judge_attempt
-from sluice.pipeline.finalize_shards import KEYS, SCAN, WRITE, Attempt, prepare, results, run_task
-from sluice.pipeline.revive import revive_waiting
+from sluice.pipeline.finalize.combine import Finalized, Judged, combine, fail_run, judge_attempt
+from sluice.pipeline.finalize.revive import revive_waiting
+from sluice.pipeline.finalize.shards import KEYS, SCAN, WRITE, Attempt, prepare, results, run_task
 from sluice.pipeline.services import Services
 from sluice.spec import CrawlSpec
 

@@ -1,12 +1,12 @@
 """The page-result rules: what one URL's visit counts as, from what the catalog run knew and what the site answered.
 
 Pure: no queue, no table, no clock (the caller says when ``now`` is). A batch's visits
-(:mod:`sluice.pipeline.page_visit`) and a re-extraction (:mod:`sluice.pipeline.reextract`) both
+(:mod:`sluice.pipeline.visit.page`) and a re-extraction (:mod:`sluice.pipeline.reextract`) both
 make their results here, so a page counts the same whichever way its records were made.
 
 "Reused" is the word for records the catalog run made that this run takes as they are: a 304, the
 same body again, or a page not due. "Carried" is the other word: fields a linking page carries
-along a link (the spec's ``carry``, :mod:`sluice.pipeline.carried`).
+along a link (the spec's ``carry``, :mod:`sluice.pipeline.visit.carried`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from sluice.extraction.limits import PageTooComplex
 from sluice.fetch.outcomes import Failed, Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
-from sluice.pipeline.carried import by_link, keep_carried
-from sluice.pipeline.links import carried_data, children, with_carried
+from sluice.pipeline.visit.carried import by_link, keep_carried
+from sluice.pipeline.visit.links import carried_data, children, with_carried
 from sluice.spec import CrawlSpec
 
 
@@ -51,7 +51,7 @@ class Visit:
 
 @dataclass(slots=True)
 class Retry:
-    """A URL whose fetch failed for now: its message goes back to the queue (:mod:`sluice.pipeline.requeue`)."""
+    """A URL whose fetch failed for now: its message goes back to the queue (:mod:`sluice.pipeline.visit.requeue`)."""
 
     task: UrlTask
     failure: Failed

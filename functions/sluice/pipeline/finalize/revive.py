@@ -1,6 +1,6 @@
 """Send again the links a stalled run claimed and never visited, shard by shard, a bounded share per call.
 
-The sweep calls it for a run that did not move between two of its counts (``sluice.pipeline.finalize``);
+The sweep calls it for a run that did not move between two of its counts (``sluice.pipeline.finalize.driver``);
 ``sluice run`` calls it once a local fleet has gone quiet with links still waiting.
 """
 

@@ -17,7 +17,7 @@ from typing import Any
 from sluice.domain.cost import RunUsage, read_units, write_units
 from sluice.domain.pages import UrlEntry
 from sluice.domain.runs import PROGRESS_SHARDS
-from sluice.pipeline.output import OutputSummary
+from sluice.pipeline.finalize.output import OutputSummary
 from sluice.pipeline.services import Tuning
 
 PART_BYTES = 16 * 1024 * 1024

@@ -3,33 +3,33 @@
 The finalizer starts it once the verdict is written (:func:`start_copy`); Athena writes the files into
 ``runs/crawl=NAME/run=ID/parquet/`` (a spec with types: one ``UNLOAD`` per ``parquet/type=TYPE/``), typed
 as the JSON table, read by the crawl's ``_parquet`` tables (``infra/catalog.py``). What was started and
-how it ended is the run's ``parquet.json`` beside its summary (:func:`copy_state_key`); the sweep reads
-the query states back (:func:`check_recent`) and records a failed or never-started copy there, logged as
-an alert, so a missing Parquet copy is said, never hidden. The JSON Lines stay the run's output either way.
+how it ended is the run's ``parquet.json`` beside its summary (:mod:`~sluice.pipeline.finalize.columnar_state`);
+the sweep reads the query states back (:func:`check_recent`) and records a failed or never-started copy
+there, logged as an alert, so a missing Parquet copy is said, never hidden. The JSON Lines stay the run's
+output either way.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sluice.domain.layout import parquet_prefix, run_prefix
+from sluice.domain.layout import parquet_prefix
 from sluice.domain.runs import RunState
 from sluice.metrics import CRAWL_DIMENSION, UNITS, RunMetric
 from sluice.observability import logger, metrics
+from sluice.pipeline.finalize.columnar_state import CopiedTable, CopyState, CopyStore, copy_state_key, read_state
 from sluice.spec import CrawlSpec, spec_files
 from sluice.spec.columns import Column, record_columns, table_name, type_columns, type_table_name
 
 if TYPE_CHECKING:
-    from sluice.pipeline.finalize import Finalized
+    from sluice.pipeline.finalize.driver import Finalized
     from sluice.pipeline.services import Services
 
-CopyStatus = Literal["RUNNING", "SUCCEEDED", "FAILED", "NOT_STARTED"]
 FINISHED_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
 """Athena's final query states; QUEUED and RUNNING are still on their way."""
 MISSING_AFTER = timedelta(minutes=10)
@@ -60,14 +60,6 @@ class QueryEngine(Protocol):
         ...
 
 
-class CopyStore(Protocol):
-    """Where the copy's record is kept (the run's folder in the bucket)."""
-
-    def put(self, key: str, body: bytes, content_type: str) -> None: ...
-
-    def get(self, key: str) -> bytes | None: ...
-
-
 class RecentRuns(Protocol):
     def recent_runs(self, crawl: str, limit: int) -> list[RunState]: ...
 
@@ -80,44 +72,6 @@ class Unload:
     table: str
     location: str
     sql: str
-
-
-@dataclass(slots=True)
-class CopiedTable:
-    kind: str | None
-    table: str
-    location: str
-    query_id: str | None = None
-    state: str | None = None
-    reason: str | None = None
-
-
-@dataclass(slots=True)
-class CopyState:
-    """The run's ``parquet.json``: what was started, in which generation, and how it stands."""
-
-    crawl: str
-    run_id: str
-    generation: str
-    status: CopyStatus
-    started_at: str
-    checked_at: str | None = None
-    reason: str | None = None
-    tables: list[CopiedTable] = field(default_factory=list)
-
-    def to_json(self) -> bytes:
-        return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode()
-
-    @classmethod
-    def from_json(cls, raw: bytes) -> CopyState:
-        data = json.loads(raw)
-        tables = [CopiedTable(**t) for t in data.pop("tables")]
-        return cls(**data, tables=tables)
-
-
-def copy_state_key(crawl: str, run_id: str) -> str:
-    """Beside the run's summary, not in ``parquet/`` (every object there is read as Parquet)."""
-    return f"{run_prefix(crawl, run_id)}parquet.json"
 
 
 def unload_sql(table: str, columns: Sequence[Column], run_id: str, location: str) -> str:
@@ -151,11 +105,6 @@ def request_token(crawl: str, run_id: str, kind: str | None, generation: str) ->
 
 def _stamp(now: datetime) -> str:
     return now.astimezone(UTC).isoformat(timespec="seconds")
-
-
-def read_state(objects: CopyStore, crawl: str, run_id: str) -> CopyState | None:
-    raw = objects.get(copy_state_key(crawl, run_id))
-    return CopyState.from_json(raw) if raw is not None else None
 
 
 def start_copy(
@@ -326,15 +275,3 @@ def sweep_copies(services: Services) -> list[CopyState]:
     specs = [services.spec(name) for name in names]
     copy = services.parquet
     return check_recent(copy.engine, services.objects, services.ledger, specs, copy.bucket, now=services.clock.now())
-
-
-def describe(state: CopyState | None, location: str) -> str:
-    """How a run's Parquet copy stands, for a person (``sluice show``)."""
-    if state is None:
-        return "none recorded: the sweep starts a missing copy within the hour (docs/querying.md)"
-    queries = ", ".join(t.query_id or "not started" for t in state.tables)
-    if state.status == "SUCCEEDED":
-        return f"{location} (Athena UNLOAD {queries}, succeeded)"
-    if state.status == "RUNNING":
-        return f"{location} (Athena UNLOAD {queries}, started {state.started_at}; the sweep records how it ends)"
-    return f"NOT WRITTEN: {state.reason} (the JSON Lines records are the run's output)"

@@ -1,6 +1,6 @@
 """A run's sitemap seeds as its start stored them: page URLs with their lastmod, and what reading found.
 
-Reading sitemaps asks sites for them, so it happens once per run (:mod:`sluice.pipeline.sitemaps`).
+Reading sitemaps asks sites for them, so it happens once per run (:mod:`sluice.pipeline.start.sitemaps`).
 What it found is stored under the run's work prefix, one ``URL<TAB>LASTMOD`` line a page, and
 everything after reads that: a fan-out continued in a fresh invocation, or a retried start, plans
 exactly the stream the first one planned. The lines object is committed last (after the report),
@@ -16,7 +16,7 @@ from typing import Any
 
 from sluice.domain.layout import sitemap_report_key, sitemap_seeds_key
 from sluice.domain.pages import MAX_REASON, MAX_URL, url_hash, url_number
-from sluice.pipeline.seedfile import object_lines
+from sluice.pipeline.start.seedfile import object_lines
 from sluice.ports import ObjectStore, ObjectWriter
 
 MAX_LISTED = 20

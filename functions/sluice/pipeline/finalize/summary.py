@@ -37,7 +37,7 @@ from sluice.domain.summary import (
 )
 from sluice.domain.tally import RunTally, TypeTally
 from sluice.domain.verdict import RunCounts, Verdict
-from sluice.pipeline.output import OutputSummary
+from sluice.pipeline.finalize.output import OutputSummary
 from sluice.ports import ObjectStore
 from sluice.spec import CrawlSpec
 

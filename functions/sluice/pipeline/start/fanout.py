@@ -11,7 +11,7 @@ claim a link that is a seed. The fan-out proceeds in chunks and stops while it h
 the caller continues it from ``offset`` in a fresh invocation. Until the fan-out completes the
 run is seeding: however fast the fetchers catch up, it is not done. Each host has at most
 ``host_backlog_messages`` messages in the queue; its seeds past that follow in waves from S3
-(:mod:`sluice.pipeline.backlog`), so no host's backlog hides the others from SQS FIFO.
+(:mod:`sluice.pipeline.start.backlog`), so no host's backlog hides the others from SQS FIFO.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from sluice.domain.seedset import SeedSet
 from sluice.extraction.urls import Scope, canonicalize_url
 from sluice.messages import PriorState, StartEvent, UrlTask
 from sluice.observability import logger
-from sluice.pipeline.backlog import HostBacklog, in_order
-from sluice.pipeline.catalogplan import PlanWriter, StoredPlan
-from sluice.pipeline.finalize import finalize_run
-from sluice.pipeline.output import PageIndex, load_index
-from sluice.pipeline.seedfile import SeedFileError, deployed_seed_urls
+from sluice.pipeline.finalize.driver import finalize_run
+from sluice.pipeline.finalize.output import PageIndex, load_index
 from sluice.pipeline.services import Services
-from sluice.pipeline.sitemapseeds import SitemapSeeds
+from sluice.pipeline.start.backlog import HostBacklog, in_order
+from sluice.pipeline.start.catalogplan import PlanWriter, StoredPlan
+from sluice.pipeline.start.seedfile import SeedFileError, deployed_seed_urls
+from sluice.pipeline.start.sitemapseeds import SitemapSeeds
 from sluice.spec import CrawlSpec
 
 CHUNK = 1_000
@@ -252,7 +252,7 @@ class SeedPlan:
 
     Deterministic, so a continuation (or a retried start) skips exactly what was sent. Memory
     stays at 8 bytes per seed: the catalog is streamed from its store once, never held, and the
-    tasks that scan makes are kept in S3 for the sends (:mod:`sluice.pipeline.catalogplan`). The
+    tasks that scan makes are kept in S3 for the sends (:mod:`sluice.pipeline.start.catalogplan`). The
     sitemaps' pages come from what the run's first start read and stored (:meth:`read_sitemaps`),
     never from the sites again, with the lastmod each task carries.
     """
@@ -286,7 +286,7 @@ class SeedPlan:
 
     def read_sitemaps(self, time_left: Callable[[], float]) -> None:
         """Read the spec's sitemaps once for the run and store what they list; the plan then holds their pages."""
-        from sluice.pipeline.sitemaps import read_run_sitemaps  # the HTTP stack, only for specs that need it
+        from sluice.pipeline.start.sitemaps import read_run_sitemaps  # the HTTP stack, only for specs that need it
 
         read_run_sitemaps(self.services, self.spec, self.run.run_id, self.own, time_left)
         self._use(SitemapSeeds.load(self.services.objects, self.spec.name, self.run.run_id))

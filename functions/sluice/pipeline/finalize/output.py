@@ -12,7 +12,7 @@ a million pages are about 10,000 part reads and a few hundred 8 MB ranges. A pag
 copied as bytes; only pages holding a record key that another page also holds are read line by
 line, and there the first copy written wins (compared by the key itself, not its digest).
 
-``pages.index`` (``sluice.pipeline.page_index``) says where each page's block landed (25 bytes a page), so the
+``pages.index`` (``sluice.pipeline.finalize.page_index``) says where each page's block landed (25 bytes a page), so the
 next run's finalizer can find the records it carries. A block that lost records to another page
 is marked partial: the next run fetches that page whole rather than carry an incomplete block.
 """
@@ -30,7 +30,7 @@ from sluice.domain.layout import index_key, manifest_key, part_key, records_file
 from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, digest, url_number
 from sluice.domain.shards import Shard
 from sluice.extraction.extract import record_identity
-from sluice.pipeline.page_index import (
+from sluice.pipeline.finalize.page_index import (
     _INDEX_MAGIC,
     _INDEX_ROW,
     INDEX_MAGIC,

@@ -31,8 +31,8 @@ from sluice.domain.layout import part_key
 from sluice.domain.pages import MAX_CARRIED_INLINE_BYTES, PageResult, PartBlock
 from sluice.messages import UrlTask
 from sluice.observability import logger
-from sluice.pipeline.links import CarriedData, parent_id
 from sluice.pipeline.services import Services
+from sluice.pipeline.visit.links import CarriedData, parent_id
 
 READERS = 8
 """Ranged GETs of linking pages' maps in flight at once for one batch."""

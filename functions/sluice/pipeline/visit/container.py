@@ -17,10 +17,10 @@ from sluice.domain.secrets import Secret
 from sluice.domain.seedset import SeedSet
 from sluice.fetch.client import PageFetcher
 from sluice.fetch.credentials import RequestCredentials
-from sluice.pipeline.carried import MapCache
 from sluice.pipeline.credentials import request_credentials
-from sluice.pipeline.links import ClaimCache
 from sluice.pipeline.services import Services
+from sluice.pipeline.visit.carried import MapCache
+from sluice.pipeline.visit.links import ClaimCache
 from sluice.ports import SecretSource
 from sluice.spec import CrawlSpec
 

@@ -34,7 +34,7 @@ from sluice.observability import logger
 from sluice.pipeline.credentials import request_credentials
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services
-from sluice.pipeline.sitemapseeds import SitemapReport, SitemapSeedWriter
+from sluice.pipeline.start.sitemapseeds import SitemapReport, SitemapSeedWriter
 from sluice.spec import MAX_SEED_URLS, CrawlSpec, Politeness, Sitemaps, check_seed_url
 
 READERS = 4
@@ -57,7 +57,7 @@ def sitemap_politeness(politeness: Politeness, sitemaps: Sitemaps) -> Politeness
 def read_run_sitemaps(
     services: Services, spec: CrawlSpec, run_id: str, own: SeedSet, time_left: Callable[[], float]
 ) -> None:
-    """Read the spec's sitemaps for run ``run_id`` and store what they list (:mod:`sluice.pipeline.sitemapseeds`)."""
+    """Read the spec's sitemaps for run ``run_id``; store what they list (``sluice.pipeline.start.sitemapseeds``)."""
     if spec.seeds.sitemaps is None:
         return
     budget = min(READ_BUDGET_S, max(0.0, time_left()) / 2)
