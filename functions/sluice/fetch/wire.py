@@ -166,8 +166,8 @@ class AiohttpWire:
     """Requests straight on an aiohttp session, made on first use by ``session`` (inside the loop).
 
     It does what ``transport.MappedAiohttpTransport`` under :class:`HttpxWire` does, minus httpx:
-    the same head, no redirects, no automatic decompression, the same per-phase timeouts, and
-    aiohttp's exceptions mapped to the same httpx exceptions.
+    the same head, no redirects, no automatic decompression, and aiohttp's exceptions mapped to the
+    same httpx exceptions. Its time limit is PageFetcher's, one ``asyncio.timeout`` around each exchange.
     """
 
     def __init__(
