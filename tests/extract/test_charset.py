@@ -150,3 +150,23 @@ def test_parser_input_hands_valid_utf8_over_as_bytes_and_the_rest_as_text() -> N
     assert parser_input(cp1252, "text/html") == CP1252_PAGE
     assert isinstance(parser_input(codecs.BOM_UTF8 + utf8, None), str)
     assert isinstance(parser_input(b"<p>\xe9</p>", "text/html; charset=utf-8"), str)
+
+
+def test_a_large_body_is_checked_in_pieces_as_strictly_as_whole() -> None:
+    from sluice.extraction.charset import VALIDATE_CHUNK, VALIDATE_WHOLE_MAX
+
+    euro = "\u20ac".encode()  # three bytes
+    pad = b"<p>" + b"a" * (VALIDATE_CHUNK - 4)  # the euro sign straddles the first piece's end
+    straddling = pad + euro + b"</p>" + "\u2026 \u00a3".encode() * 12000
+    assert len(straddling) > VALIDATE_WHOLE_MAX
+    assert parser_input(straddling, "text/html; charset=utf-8") is straddling
+    assert parser_input(straddling, None) is straddling
+    for bad in (
+        pad + euro[:2] + b"</p>" + b"b" * VALIDATE_WHOLE_MAX,  # cut short at a piece's end, ASCII after it
+        straddling + b"\xff" + b"c" * 10,  # an invalid byte in the last piece
+        straddling + euro[:2],  # a body cut short inside its last character
+        straddling[:VALIDATE_CHUNK] + b"\xed\xa0\x80" + straddling[VALIDATE_CHUNK:],  # an encoded surrogate
+    ):
+        given = parser_input(bad, "text/html; charset=utf-8")
+        assert given == decode_html(bad, "text/html; charset=utf-8")[0]
+        assert "\ufffd" in given

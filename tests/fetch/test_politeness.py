@@ -59,3 +59,88 @@ async def test_waiting_for_a_delay_does_not_hold_the_global_slot() -> None:
     await asyncio.wait_for(visit("fast.example", "fast", 0.0), timeout=5)
     await waiting
     assert order == ["slow-1", "fast", "slow-2"]
+
+
+async def test_waiters_enter_in_arrival_order_and_a_rise_in_the_target_lets_as_many_in() -> None:
+    gate = HostGate(concurrency=8, per_domain=1)
+    holder_in, release = asyncio.Event(), asyncio.Event()
+    entered: list[int] = []
+
+    async def holder() -> None:
+        async with gate.slot("a"):
+            holder_in.set()
+            await release.wait()
+
+    async def waiter(n: int) -> None:
+        async with gate.slot("a"):
+            entered.append(n)
+            await asyncio.sleep(0.05)
+
+    first = asyncio.create_task(holder())
+    await holder_in.wait()
+    waiters = [asyncio.create_task(waiter(n)) for n in range(4)]
+    await asyncio.sleep(0.01)
+    assert entered == []
+    gate._hosts["a"].throttle.target = 2  # the throttle raised it while the holder's answer came in
+    release.set()
+    await first
+    await asyncio.sleep(0.02)
+    assert entered == [0, 1]  # both freed slots taken at once, by the first two in line
+    await asyncio.gather(*waiters)
+    assert entered == [0, 1, 2, 3]
+
+
+async def test_a_waiter_cancelled_after_it_was_let_in_passes_its_slot_on() -> None:
+    gate = HostGate(concurrency=8, per_domain=1)
+    holder_in, release = asyncio.Event(), asyncio.Event()
+    entered: list[str] = []
+    waiters: dict[str, asyncio.Task[None]] = {}
+
+    async def holder() -> None:
+        async with gate.slot("a"):
+            holder_in.set()
+            await release.wait()
+        waiters["doomed"].cancel()  # let in by the release just now, and cancelled before it ran
+
+    async def waiter(name: str) -> None:
+        async with gate.slot("a"):
+            entered.append(name)
+
+    first = asyncio.create_task(holder())
+    await holder_in.wait()
+    for name in ("doomed", "patient"):
+        waiters[name] = asyncio.create_task(waiter(name))
+    await asyncio.sleep(0.01)
+    release.set()
+    await first
+    await asyncio.wait_for(waiters["patient"], timeout=5)
+    assert entered == ["patient"]
+    assert waiters["doomed"].cancelled()
+
+
+async def test_a_blocked_host_lets_every_waiter_in_to_be_refused() -> None:
+    from sluice.fetch.politeness import HostBlocked
+
+    gate = HostGate(concurrency=8, per_domain=1)
+    holder_in, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with gate.slot("a"):
+            holder_in.set()
+            await release.wait()
+            gate._hosts["a"].blocked_by = "host a blocked"
+
+    async def waiter() -> str:
+        try:
+            async with gate.slot("a"):
+                return "entered"
+        except HostBlocked as exc:
+            return str(exc)
+
+    first = asyncio.create_task(holder())
+    await holder_in.wait()
+    waiters = [asyncio.create_task(waiter()) for _ in range(5)]
+    await asyncio.sleep(0.01)
+    release.set()
+    await first
+    assert await asyncio.wait_for(asyncio.gather(*waiters), timeout=5) == ["host a blocked"] * 5

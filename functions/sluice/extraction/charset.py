@@ -52,14 +52,40 @@ def parser_input(body: bytes, content_type: str | None) -> str | bytes:
     them as valid UTF-8 (lexbor reads bytes as UTF-8, so the tree is the same and the decode plus
     re-encode is skipped), else :func:`decode_html`'s text.
     """
-    if _utf8_chosen(body, content_type):
-        try:
-            body.decode("utf-8")  # strict: invalid bytes go the decode_html way (replacement, cp1252)
-        except UnicodeDecodeError:
-            pass
-        else:
-            return body
+    if _utf8_chosen(body, content_type) and _valid_utf8(body):  # invalid bytes go the decode_html way
+        return body
     return decode_html(body, content_type)[0]
+
+
+VALIDATE_CHUNK = 16 * 1024
+"""Bytes a large body is checked in at a time (see :func:`_valid_utf8`)."""
+VALIDATE_WHOLE_MAX = 64 * 1024
+"""Bodies up to this size are checked in one piece (faster than pieces while the text stays small)."""
+
+
+def _valid_utf8(body: bytes) -> bool:
+    """True if ``body`` is strictly valid UTF-8.
+
+    A body over :data:`VALIDATE_WHOLE_MAX` is decoded in :data:`VALIDATE_CHUNK` pieces and the text
+    thrown away piece by piece: decoding a 400 KB page whole builds one 400-800 KB string (twice the
+    bytes once a character is over U+00FF), fresh memory the kernel maps in page by page; in 16 KB
+    pieces the same check took 135 µs instead of 449 (the demo's heavy listing page, best of 25).
+    On a 50 KB page one piece is faster (25 µs against 31).
+    """
+    if body.isascii():
+        return True
+    try:
+        if len(body) <= VALIDATE_WHOLE_MAX:
+            body.decode("utf-8")
+            return True
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        view = memoryview(body)
+        for start in range(0, len(body), VALIDATE_CHUNK):
+            decoder.decode(view[start : start + VALIDATE_CHUNK])
+        decoder.decode(b"", final=True)  # a sequence cut short at the end is not valid
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _utf8_chosen(body: bytes, content_type: str | None) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -42,15 +43,19 @@ class _Host:
         "last_start",
         "lock",
         "not_before",
-        "room",
         "state",
         "throttle",
         "users",
+        "waiters",
+        "woken",
     )
 
     def __init__(self, throttle: Throttle) -> None:
         self.throttle = throttle
-        self.room = asyncio.Condition()
+        self.waiters: deque[asyncio.Future[None]] = deque()
+        """Requests waiting for room under the target, first come first served."""
+        self.woken = 0
+        """Waiters given a slot that have not taken it yet (their task has not run since)."""
         self.lock = asyncio.Lock()
         self.active = 0
         self.users = 0
@@ -63,6 +68,23 @@ class _Host:
         self.blocked_by: str | None = None
         self.state: HostState | None = None
         """What the fleet knew of the host when this fetcher's batch began (None: not a fleet batch)."""
+
+    def has_room(self) -> bool:
+        """A request may go in now: under the target, counting the woken waiters' slots, or the host is blocked
+        (the request goes in to be refused)."""
+        return self.blocked_by is not None or self.active + self.woken < self.throttle.target
+
+
+def _wake(state: _Host) -> None:
+    """Hand each free slot of ``state`` to the next waiter in line (every waiter once the host is blocked)."""
+    waiters = state.waiters
+    free = len(waiters) if state.blocked_by is not None else state.throttle.target - state.active - state.woken
+    while free > 0 and waiters:
+        turn = waiters.popleft()
+        if not turn.done():  # a cancelled waiter leaves its future behind
+            turn.set_result(None)
+            state.woken += 1
+            free -= 1
 
 
 class HostGate:
@@ -116,9 +138,9 @@ class HostGate:
         state.delay = max(state.delay, delay)
         state.users += 1
         try:
-            async with state.room:
-                await state.room.wait_for(lambda: state.active < state.throttle.target or state.blocked_by is not None)
-                state.active += 1
+            if state.waiters or not state.has_room():
+                await self._queue_for_room(state)
+            state.active += 1
             try:
                 if state.blocked_by is not None:
                     raise HostBlocked(state.blocked_by)
@@ -138,11 +160,36 @@ class HostGate:
                     self.in_flight -= 1
                     self._global.release()
             finally:
-                async with state.room:
-                    state.active -= 1
-                    state.room.notify_all()
+                state.active -= 1
+                if state.waiters:
+                    _wake(state)
         finally:
             state.users -= 1
+
+    @staticmethod
+    async def _queue_for_room(state: _Host) -> None:
+        """Wait in line until a leaving request hands this one a slot (all waiters go once the host is blocked).
+
+        Only as many waiters are woken as there are free slots, so a release costs one wake-up, not one per
+        waiter; a waiter cancelled after it was woken hands its slot to the next in line."""
+        loop = asyncio.get_running_loop()
+        while True:
+            turn: asyncio.Future[None] = loop.create_future()
+            state.waiters.append(turn)
+            if state.has_room():  # room already (it cannot wait for a release that may not come)
+                _wake(state)
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():  # woken, then cancelled before it ran
+                    state.woken -= 1
+                    _wake(state)
+                elif turn in state.waiters:
+                    state.waiters.remove(turn)
+                raise
+            state.woken -= 1
+            if state.has_room():  # else the target fell meanwhile: back in line
+                return
 
     async def _wait_turn(self, state: _Host, delay: float, max_wait_s: float | None) -> None:
         # a touch or a pause may move the start on while we sleep, once per request in flight at most

@@ -166,8 +166,8 @@ class AiohttpWire:
     """Requests straight on an aiohttp session, made on first use by ``session`` (inside the loop).
 
     It does what ``transport.MappedAiohttpTransport`` under :class:`HttpxWire` does, minus httpx:
-    the same head, no redirects, no automatic decompression, the same per-phase timeouts, and
-    aiohttp's exceptions mapped to the same httpx exceptions.
+    the same head, no redirects, no automatic decompression, and aiohttp's exceptions mapped to the
+    same httpx exceptions. Its time limit is PageFetcher's, one ``asyncio.timeout`` around each exchange.
     """
 
     def __init__(
@@ -183,8 +183,10 @@ class AiohttpWire:
         self._base = base_headers(user_agent)
         self._proxy = proxy.url if proxy is not None else None
         self._proxy_auth = _proxy_auth(proxy)
-        # httpx.Timeout(t) as httpx-aiohttp hands it to aiohttp; asyncio.timeout in PageFetcher bounds the total
-        self._timeout = aiohttp.ClientTimeout(sock_connect=timeout_s, sock_read=timeout_s, connect=timeout_s)
+        # No timers of aiohttp's own: PageFetcher's asyncio.timeout(timeout_s) wraps the whole exchange (connect,
+        # head, body, release) and starts first, so per-phase timeouts of the same length could never fire
+        # before it; they cost a timer or two a page (the read one re-armed on every chunk received).
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_read=None, sock_connect=None)
 
     async def send(self, url: httpx.URL, headers: Mapping[str, str], *, via: Proxy | None = None) -> Reply:
         """Send a GET; the head is httpx's: Host, the base headers, then ``headers`` (names lower-cased).
