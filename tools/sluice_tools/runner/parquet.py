@@ -28,9 +28,10 @@ from sluice_tools.runner.session import LocalRun
 COMPRESSION = "zstd"
 ROW_GROUP_ROWS = 20_000
 """Rows a Parquet row group holds: DuckDB keeps one whole in memory before it writes it out, so this (with one
-thread) bounds the copy's memory whatever the run's size. Measured at 10,000 pages (200,000 records, 66 MB of
-JSON Lines), the copy's peak was 227 MB over the process's at DuckDB's defaults (a 122,880-row group per core),
-157 MB on one thread, 83 MB with these groups too, and its CPU time fell (docs/engine-experiments.md)."""
+thread) bounds the copy's memory whatever the run's size. Measured at 200,000 and 1,000,000 records (66 and
+301 MB of JSON Lines), the copy's peak over the process was 227 and 467–568 MB at DuckDB's defaults (a
+122,880-row group per core), 83–93 MB on one thread with these groups, in about 30 % less CPU time; the file
+is 2–3 % larger (docs/engine-experiments.md)."""
 COPY_SETTINGS = {"threads": 1}
 """One thread: the copy runs after the run is finalized, and each extra thread holds a row group of its own."""
 
