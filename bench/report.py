@@ -283,8 +283,10 @@ def finalizer_section(found: dict[str, Any]) -> list[str]:
             f" written; on Lambda add S3 transfer at 100 MB/s (~{moved_gb * 1024 / 100:,.0f} s) and two DynamoDB"
             " scans of ~700 MB (~1,400 1 MB pages at ~30 ms: ~45 s), spread over the run's shards. Memory does not"
             ' scale this way on Lambda: each shard task is its own invocation (see "Finalizing in shards" below'
-            " for the largest task's peak). The local store finalizes every shard in this one process, so its"
-            f" RSS rise grows with the run, about {per_page_mb * 1024:,.1f} KB a page here.",
+            " for the largest task's peak). The local store runs every shard task in this one process, in shards of"
+            " at most 2,500 pages, two at a time (`sluice_tools.runner.local`), so its RSS rise stays near two such"
+            f" tasks' whatever the run's size: {first['rss_rise_mb']:.0f} MB at {first['pages']:,} pages here"
+            f" ({per_page_mb * 1024:,.1f} KB a page of the run).",
             "",
         ]
     return lines

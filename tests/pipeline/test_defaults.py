@@ -54,12 +54,13 @@ def test_a_catalog_is_used_until_a_day_before_its_entries_expire() -> None:
     assert tuning.catalog_max_age_days == defaults.catalog_max_age_days(30) == 29
 
 
-def test_the_local_runner_runs_by_the_stacks_numbers_but_for_its_short_backoff_small_reads_early_writes_and_batches(
+def test_the_local_runner_runs_by_the_stacks_numbers_but_for_short_backoff_small_reads_early_writes_batches_and_shards(
     tmp_path: Path,
 ) -> None:
     local = LocalFleet(tmp_path / "specs", tmp_path / "state").tuning
     assert (local.visibility_base_s, local.visibility_max_s, local.early_write_urls) == (1.0, 10.0, 20)
     assert local.host_backlog_messages == 100  # a host's backlog holds a local batch (sluice run --batch-messages)
+    assert (local.finalize_shard_pages, local.finalize_workers) == (2500, 2)
     stack_like = replace(
         local,
         visibility_base_s=10.0,
@@ -68,5 +69,7 @@ def test_the_local_runner_runs_by_the_stacks_numbers_but_for_its_short_backoff_s
         output_readers=8,
         early_write_urls=0,
         host_backlog_messages=20,
+        finalize_shard_pages=50_000,
+        finalize_workers=4,
     )
     assert stack_like == Tuning()

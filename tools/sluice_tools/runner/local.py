@@ -50,6 +50,13 @@ RUN_TIME_LIMIT_S = 6 * 3600.0
 LOCAL_EARLY_WRITE_URLS = 20
 """A local batch of this many URLs or more is written in chunks while it fetches (``Tuning.early_write_urls``)."""
 PROGRESS_EVERY_S = 0.2
+LOCAL_FINALIZE_SHARD_PAGES = 2_500
+"""A local run is finalized in shards of at most this many pages (``Tuning.finalize_shard_pages``; 50,000 on
+Lambda, where each shard task is an invocation of its own). Here every task runs in this process, and a task
+holds about 10 KB a page of its shard while it runs: small shards keep finalizing near 25 MB a task whatever
+the run's size, for more output files (one set per shard) and no more CPU (docs/engine-experiments.md)."""
+LOCAL_FINALIZE_WORKERS = 2
+"""Shard tasks run at once here (``Tuning.finalize_workers``): what finalizing holds at most is this many tasks'."""
 
 
 def batch_messages_checked(value: int) -> int:
@@ -122,6 +129,8 @@ class LocalFleet:
             early_write_urls=LOCAL_EARLY_WRITE_URLS,
             fetcher_memory_mb=config.fetcher.memory_mb,
             finalizer_memory_mb=config.finalizer.memory_mb,
+            finalize_shard_pages=LOCAL_FINALIZE_SHARD_PAGES,
+            finalize_workers=LOCAL_FINALIZE_WORKERS,
         )
         self.say = say or (lambda _: None)
 
