@@ -25,8 +25,8 @@ PACK_RECEIVES = 8
 HOST_BACKLOG_MESSAGES = 20
 """Messages of one host the fan-out puts in the queue at once; the rest follow in waves (0: no cap)."""
 EARLY_WRITE_URLS = 0
-"""A batch of at least this many URLs is written in chunks while it fetches (``pipeline/visit/writer.py``; 0: off; the local
-runner sets its own, where parts are files)."""
+"""A batch of at least this many URLs is written in chunks while it fetches (``pipeline/visit/writer.py``; 0: off;
+the local runner sets its own, where parts are files)."""
 VISIBILITY_BASE_S = 10.0
 """First visibility backoff of a message returned for a transient failure; doubles per receive..."""
 VISIBILITY_MAX_S = 900.0

@@ -17,7 +17,7 @@ import duckdb
 from sluice.adapters.local import LocalStore
 from sluice.domain.pages import UrlEntry
 from sluice.domain.shards import Shard
-from sluice.pipeline.finalize import finalize_run
+from sluice.pipeline.finalize.driver import finalize_run
 from sluice.ports import Frontier
 from sluice.spec import load_spec
 from sluice_tools import synthetic
