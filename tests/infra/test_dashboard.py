@@ -25,7 +25,7 @@ from sluice.spec.models import Breaker
 from .conftest import render
 
 SPECS = deployed_specs()
-VISIT = Path(__file__).resolve().parents[2] / "functions" / "sluice" / "pipeline" / "visit.py"
+VISIT = Path(__file__).resolve().parents[2] / "functions" / "sluice" / "pipeline" / "visit" / "batch.py"
 
 
 @pytest.fixture(scope="module")
