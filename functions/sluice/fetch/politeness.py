@@ -164,11 +164,14 @@ class HostGate:
 
     # -- what the host says --------------------------------------------------------------------
 
-    def answered(self, host: str, status: int, latency_s: float, *, retry_after_s: float | None = None) -> None:
-        """Fold one answer in: the throttle's latency and status signals, the breaker's count, a pause."""
+    def answered(
+        self, host: str, status: int, latency_s: float, *, retry_after_s: float | None = None, lag_s: float = 0.0
+    ) -> None:
+        """Fold one answer in: the throttle's latency (less ``lag_s``, our loop's) and status signals,
+        the breaker's count, a pause."""
         # No waiter needs waking when the target rises: the request that answered releases its slot next.
         state = self._host(host)
-        state.throttle.on_answer(latency_s * 1000, status)
+        state.throttle.on_answer(latency_s * 1000, status, lag_s * 1000)
         if retry_after_s is not None and retry_after_s > self.pause_cap_s:
             self._block(state, pause_refused(host, retry_after_s, self.pause_cap_s))
         elif retry_after_s is not None and retry_after_s > 0:
