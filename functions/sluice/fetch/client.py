@@ -357,7 +357,8 @@ class PageFetcher:
                 if via is not None and self.proxies is not None and self.proxies.answered(page, via, reply.status):
                     await reply.aclose()  # a 403 another proxy may not give: not the host's refusal (yet)
                     raise RetryableFetchError(f"http 403 through proxy {via.name}", status=403)
-                after = self._answered(domain, reply, time.monotonic() - sent, self.lag.since(sent))
+                lag = self.lag.since(sent + self.gate.latency_floor_s(domain))
+                after = self._answered(domain, reply, time.monotonic() - sent, lag)
                 try:
                     return await self._read(target, reply, robots_mode, after)
                 finally:

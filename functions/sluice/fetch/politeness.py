@@ -179,6 +179,12 @@ class HostGate:
         # A 429 that says when to come back is throttling, and obeyed; any other refusal counts.
         self._count(host, state, refused=status in self._refusals and not (status == 429 and retry_after_s))
 
+    def latency_floor_s(self, host: str) -> float:
+        """The lowest latency ``host`` has shown this fetcher (0 if none yet): no answer comes sooner."""
+        state = self._hosts.get(host)
+        floor = state.throttle.floor_ms if state is not None else None
+        return floor / 1000 if floor is not None else 0.0
+
     def refused(self, host: str, why: str) -> None:
         """A page that is a refusal by its content (a block marker): counted like a refusing status."""
         state = self._host(host)

@@ -11,9 +11,10 @@ to the coroutine seeing its head, and a loop busy parsing other pages delays tha
 the answer is already in the socket (measured: 50 ms pages at 32 in flight on a busy 2-vCPU machine
 cut a flat host to one request at a time, 16-18 pages/s against 60-94 without adaptation). So the
 fetcher measures its loop's lag (:class:`LoopLag`, a tick every ``LAG_TICK_S`` noting how late it
-ran) and the throttle folds in the sample less the worst lag seen while the request was out, never
-below zero. Scrapy's AutoThrottle shares the weakness (its download latency includes the reactor's
-delay) and does not document it.
+ran) and the throttle folds in the sample less the time the loop was busy after the answer could
+first have come (sent plus the host's lowest latency), never below zero. Scrapy's AutoThrottle
+documents the same effect and keeps it on purpose, reading the latency as how busy Scrapy and the
+server are together; here the client's own load is not the host's to pay for.
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ class Throttle:
             return
         own = min(max(lag_ms, 0.0), latency_ms)
         latency_ms -= own
-        if self.floor_ms is None or own <= latency_ms:
+        if own > latency_ms:  # mostly our lag: an overestimate would set the floor too low
+            if self.floor_ms is None:
+                return  # nothing to judge against yet, and this is no floor to start from
+        else:
             self.floor_ms = latency_ms if self.floor_ms is None else min(self.floor_ms, latency_ms)
         self.ewma_ms = (
             latency_ms if self.ewma_ms is None else EWMA_WEIGHT * latency_ms + (1 - EWMA_WEIGHT) * self.ewma_ms
@@ -152,11 +156,19 @@ class LoopLag:
             self._late.append((at, late_s))
 
     def since(self, start: float) -> float:
-        """The worst lateness the loop showed from ``start`` to now (seconds, 0 if none)."""
+        """How long the loop was busy (late at its ticks) from ``start`` to now, in seconds (0 if never).
+
+        Each late tick says the loop was busy from its due time until it ran; the tick due now, if it is
+        overdue, says the loop is busy still. These stretches do not overlap, and only their parts after
+        ``start`` count: give ``start`` as the earliest moment the answer could have been there (sent,
+        plus the host's lowest latency), for busy time while the host was still working delayed nothing.
+        Between a tick and the next one due the loop may have been busy too; that is not counted, so
+        under a saturated loop this says up to one ``LAG_TICK_S`` in each tick too little."""
         now = self.clock()
-        worst = now - self._due if self._due is not None and now > self._due else 0.0
+        due = self._due
+        busy = now - max(due, start) if due is not None and now > due and now > start else 0.0
         for at, late in reversed(self._late):
-            if at < start:
+            if at <= start:
                 break
-            worst = max(worst, min(late, at - start))  # lag before the request went out did not delay it
-        return worst
+            busy += at - max(at - late, start)
+        return busy
