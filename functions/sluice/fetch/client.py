@@ -41,6 +41,7 @@ from .retry import RetryRules, parse_retry_after
 from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse, RobotsStore
 from .safety import AddressGuard
 from .target import parse_target, target_host
+from .throttle import LoopLag
 
 if TYPE_CHECKING:
     from .wire import Reply, Wire
@@ -121,6 +122,8 @@ class PageFetcher:
         )
         self.robots = RobotsCache(self._load_robots)
         self.stats = FetchStats()
+        self.lag = LoopLag()
+        """How late this fetcher's loop runs: taken off each latency the throttle judges."""
         self._accepted = frozenset(t.strip().lower() for t in politeness.content_types)
         self._transport = transport
         self._rng = rng or random.Random()  # noqa: S311 - jitter only
@@ -138,6 +141,7 @@ class PageFetcher:
     async def aclose(self) -> None:
         """Close the connection pool; the fetcher cannot be used afterwards."""
         self._closed = True
+        self.lag.stop()
         await self.robots.aclose()
         if self._wire is not None:
             await self._wire.aclose()
@@ -346,13 +350,15 @@ class PageFetcher:
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
             async with asyncio.timeout(self.politeness.timeout_seconds):
+                self.lag.start()
                 sent = time.monotonic()
                 reply, via = await self._send(wire, target, headers, page)
                 self.gate.touch(domain)
                 if via is not None and self.proxies is not None and self.proxies.answered(page, via, reply.status):
                     await reply.aclose()  # a 403 another proxy may not give: not the host's refusal (yet)
                     raise RetryableFetchError(f"http 403 through proxy {via.name}", status=403)
-                after = self._answered(domain, reply, time.monotonic() - sent)
+                lag = self.lag.since(sent + self.gate.latency_floor_s(domain))
+                after = self._answered(domain, reply, time.monotonic() - sent, lag)
                 try:
                     return await self._read(target, reply, robots_mode, after)
                 finally:
@@ -396,14 +402,16 @@ class PageFetcher:
             return reply, chosen
         raise PermanentFetchError(POOL_EMPTY)
 
-    def _answered(self, host: str, reply: Reply, latency_s: float) -> float | None:
-        """Tell the gate what the host answered and how fast (the throttle and the breaker live on it);
+    def _answered(self, host: str, reply: Reply, latency_s: float, lag_s: float) -> float | None:
+        """Tell the gate what the host answered and how fast (the throttle and the breaker live on it;
+        ``lag_s``: how late our own loop ran meanwhile, not the host's doing);
         the answer's Retry-After, if it is one that can carry it."""
         after = None
         if reply.status in (429, 503) or self.rules.should_retry(reply.status):
             values = [v for k, v in reply.raw_headers if k.lower() == b"retry-after"]  # the last one counts
             after = parse_retry_after(values[-1].decode("latin-1") if values else None, self.gate.clock())
-        self.gate.answered(host, reply.status, latency_s, retry_after_s=after if reply.status in (429, 503) else None)
+        after_s = after if reply.status in (429, 503) else None
+        self.gate.answered(host, reply.status, latency_s, retry_after_s=after_s, lag_s=lag_s)
         return after
 
     async def _read(

@@ -211,17 +211,26 @@ class HostGate:
 
     # -- what the host says --------------------------------------------------------------------
 
-    def answered(self, host: str, status: int, latency_s: float, *, retry_after_s: float | None = None) -> None:
-        """Fold one answer in: the throttle's latency and status signals, the breaker's count, a pause."""
+    def answered(
+        self, host: str, status: int, latency_s: float, *, retry_after_s: float | None = None, lag_s: float = 0.0
+    ) -> None:
+        """Fold one answer in: the throttle's latency (less ``lag_s``, our loop's) and status signals,
+        the breaker's count, a pause."""
         # No waiter needs waking when the target rises: the request that answered releases its slot next.
         state = self._host(host)
-        state.throttle.on_answer(latency_s * 1000, status)
+        state.throttle.on_answer(latency_s * 1000, status, lag_s * 1000)
         if retry_after_s is not None and retry_after_s > self.pause_cap_s:
             self._block(state, pause_refused(host, retry_after_s, self.pause_cap_s))
         elif retry_after_s is not None and retry_after_s > 0:
             self.pause(host, retry_after_s)
         # A 429 that says when to come back is throttling, and obeyed; any other refusal counts.
         self._count(host, state, refused=status in self._refusals and not (status == 429 and retry_after_s))
+
+    def latency_floor_s(self, host: str) -> float:
+        """The lowest latency ``host`` has shown this fetcher (0 if none yet): no answer comes sooner."""
+        state = self._hosts.get(host)
+        floor = state.throttle.floor_ms if state is not None else None
+        return floor / 1000 if floor is not None else 0.0
 
     def refused(self, host: str, why: str) -> None:
         """A page that is a refusal by its content (a block marker): counted like a refusing status."""
