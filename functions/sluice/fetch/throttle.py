@@ -113,8 +113,8 @@ LAG_NOISE_S = 0.001
 
 class LoopLag:
     """How late an asyncio loop has been running its callbacks: a tick every ``LAG_TICK_S`` notes how
-    long after its due time it ran. :meth:`since` is the worst lateness of the ticks that ran after a
-    moment, or the one due now if it is already late, in seconds. ``clock`` is ``time.monotonic``
+    long after its due time it ran. :meth:`since` adds up how long the loop was busy (late) after a
+    moment, the tick due now included if it is already overdue, in seconds. ``clock`` is ``time.monotonic``
     (tests drive :meth:`note` with their own times and never start the ticks)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
