@@ -217,12 +217,14 @@ def main(argv: list[str] | None = None) -> None:
             for client in args.clients:
                 repeats = args.sluice_repeats if client == "sluice" else 1
                 result["matrix"].append(harness.median_of(repeats, client, server, args.pages, n))
+        _checkpoint(result, stamp)
         if args.docs_clients:
             print("link-heavy docs site (2,021 pages, 200+ links each, from its index):", flush=True)
             for n in args.concurrency:
                 for client in args.docs_clients:
                     repeats = args.sluice_repeats if client == "sluice" else 1
                     result["docs"].append(harness.median_of(repeats, client, server, DOCS_PAGES, n, "docs"))
+            _checkpoint(result, stamp)
         if args.transports:
             print(f"transports (sluice, {TRANSPORT_CONCURRENCY} in flight):", flush=True)
             for variant in args.transports:
@@ -237,8 +239,10 @@ def main(argv: list[str] | None = None) -> None:
                 for client in args.heavy_clients:
                     repeats = args.sluice_repeats if client == "sluice" else 1
                     result["heavy"].append(harness.median_of(repeats, client, server, pages, n))
+        _checkpoint(result, stamp)
     if args.pipeline_pages:
         result["pipeline"] = pipeline_runs(harness, args.pipeline_pages)
+        _checkpoint(result, stamp)
     if args.finalize_pages:
         result["finalizer"] = finalizer_scale(args.finalize_pages)
     result["breakdown"] = breakdown() if "sluice" in args.clients else {}
@@ -308,11 +312,23 @@ def _label_transports(transports: list[Run]) -> None:
                 run["variant"] = f"{run['variant']}: {note.removeprefix('transport ')}"
 
 
+def _partial(stamp: str) -> Path:
+    return RESULTS / f"bench-{stamp}-partial.json"
+
+
+def _checkpoint(result: Run, stamp: str) -> None:
+    """The rows measured so far, kept after each section: a run stopped later (it takes over half an hour
+    on a slow machine) keeps what it measured. The finished run's file replaces it."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    _partial(stamp).write_text(json.dumps(result, indent=2) + "\n")
+
+
 def _write(result: Run, stamp: str, args: argparse.Namespace) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"bench-{stamp}{'-quick' if args.quick else ''}.json"
     text = json.dumps(result, indent=2) + "\n"
     path.write_text(text)
+    _partial(stamp).unlink(missing_ok=True)
     print(f"\nwrote {path}")
     if not args.no_docs:
         report.LATEST.write_text(text)
