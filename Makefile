@@ -13,7 +13,7 @@ CDK_ENV := PATH="$(NODE_BIN):$(CURDIR)/$(BIN):$$PATH" JSII_NODE="$(NODE_BIN)/nod
 CDK_ARGS := --no-notices $(if $(STAGE),-c stage=$(STAGE)) $(if $(ALARM_EMAIL),-c alarm_email=$(ALARM_EMAIL)) \
 	$(if $(EGRESS),-c egress=$(EGRESS)) $(if $(NAT_GATEWAYS),-c nat_gateways=$(NAT_GATEWAYS))
 
-.PHONY: help install browser test lint typecheck unit demo bench cost scale clean synth deploy diff destroy bootstrap layer-report
+.PHONY: help install browser test lint typecheck unit demo bench bench-report cost scale clean synth deploy diff destroy bootstrap layer-report
 
 help:
 	@echo "make demo         crawl the bundled demo site end to end, print a summary and write its report"
@@ -23,7 +23,10 @@ help:
 	@echo "make unit         the test suite on two workers"
 	@echo "make install      the venv (.venv) and Debian's chromium for the report's browser test (as root)"
 	@echo "make browser      only Debian's chromium"
-	@echo "make bench        measure throughput and CPU per page against Scrapy and httpx+BeautifulSoup"
+	@echo "make bench        measure throughput and CPU per page against aiohttp+selectolax, Scrapy and httpx+BeautifulSoup"
+	@echo "                  (~30 min; writes docs/benchmarks.md and the README's benchmark section)"
+	@echo "make bench-report rewrite docs/benchmarks.md and the README's benchmark section from a kept result, no measuring"
+	@echo "                  (ARGS=bench/results/bench-YYYYMMDD-HHMMSS.json; default: the newest)"
 	@echo "make cost         meter every AWS call of real runs on moto and price them (writes docs/costs.md)"
 	@echo "make scale        simulate 1M-100M URL nights of the deployed stack under AWS's limits (writes docs/scale.md;"
 	@echo "                  ARGS=--json: one JSON object a scenario; ARGS=--check: a real local run against its prediction)"
@@ -78,6 +81,9 @@ bench: $(STAMP)
 	# Finalizing in shards: the section from kept results (measure: python -m bench.finalize_scale --synthetic N)
 	$(BIN)/python -m bench.finalize_scale --doc
 	$(BIN)/python -m bench.fanout
+
+bench-report: $(STAMP)
+	$(BIN)/python -m bench.report $(ARGS)
 
 cost: $(STAMP)
 	$(BIN)/python -m bench.cost

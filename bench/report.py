@@ -1,7 +1,11 @@
 """Turn a results file into numbers: derived ratios, target verdicts and docs/benchmarks.md.
 
-``python -m bench.report [RESULTS.json]`` rewrites docs/benchmarks.md from a results file
-(bench/results/latest.json by default) without running anything.
+``python -m bench.report [RESULTS.json]`` (``make bench-report ARGS=...``) rewrites docs/benchmarks.md
+and the README's benchmark section (bench.publish) from a results file, by default the newest
+``bench/results/bench-*.json`` of a whole run, without measuring anything.
+
+A row measured in rounds (bench.rounds) is read as its median with its range: the verdicts compare
+medians and say "within the spread" where Sluice's range and the peer's overlap.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench import rounds
 from bench.common import ITEMS_PER_PAGE
+from bench.rounds import WITHIN, Spread
 
 Run = dict[str, Any]
 DOCS = Path("docs/benchmarks.md")
-LATEST = Path("bench/results/latest.json")
+RESULTS = Path("bench/results")
+LATEST = RESULTS / "latest.json"
 COMMAND = "make bench    # = .venv/bin/python -m bench.run"
 
 
@@ -63,29 +70,55 @@ VARIANTS = (("matrix", "50 KB listings"), ("heavy", "400 KB listings"), ("docs",
 """Where each page variant's runs are kept in a results file, and its name in the tables."""
 
 
+def latency_of(result: dict[str, Any]) -> float:
+    return float(result.get("config", {}).get("latency_ms", 50.0))
+
+
+def spreads(run: Run, latency_ms: float) -> dict[str, Spread]:
+    """A row's CPU-ms a page, share of its limit and pages/s over its rounds (median, lowest, highest)."""
+    found: dict[str, Spread] = {}
+    for name, field in (("cpu_ms", "cpu_ms_per_page"), ("share", "ratio_limit"), ("pps", "pages_per_s")):
+        figure = rounds.spread(run, field, latency_ms)
+        if figure is not None:
+            found[name] = figure
+    return found
+
+
+def cpu_median(run: Run, latency_ms: float = 50.0) -> float:
+    """A row's CPU-ms a page: the median over its rounds."""
+    figure = rounds.spread(run, "cpu_ms_per_page", latency_ms)
+    return figure.median if figure else float(run["cpu_ms_per_page"])
+
+
 def comparison(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per page variant and concurrency: each client's share of its limit and CPU-ms a page, and
-    Sluice against the best peer there (the lowest CPU, the highest share)."""
+    """Per page variant and concurrency: each client's share of its limit and CPU-ms a page (medians,
+    with their ranges), and Sluice against the best peer there (the lowest median CPU, the highest
+    median share): the ratio of the medians and, in words, 'ahead', 'behind' or 'within the spread'."""
+    latency = latency_of(result)
     rows = []
     for key, label in VARIANTS:
         runs: list[Run] = result.get(key, [])
         for n in sorted({r["concurrency"] for r in runs if "cpu_ms_per_page" in r}):
             clients = {c: find(runs, c, n) for c in ("sluice", *PEERS)}
-            found = {c: r for c, r in clients.items() if r is not None}
-            peers = [r for c, r in found.items() if c != "sluice"]
-            row: dict[str, Any] = {"variant": label, "key": key, "concurrency": n}
-            for client, run in found.items():
-                row[client] = {"share": run["ratio_limit"], "cpu_ms": run["cpu_ms_per_page"]}
+            found = {c: spreads(r, latency) for c, r in clients.items() if r is not None}
+            row: dict[str, Any] = {"variant": label, "key": key, "concurrency": n, **found}
             sluice = found.get("sluice")
+            peers = [c for c in found if c != "sluice"]
             if sluice is not None and peers:
-                row["cpu_vs_best"] = sluice["cpu_ms_per_page"] / min(r["cpu_ms_per_page"] for r in peers)
-                row["share_vs_best"] = sluice["ratio_limit"] / max(r["ratio_limit"] for r in peers)
+                row["best_cpu"] = min(peers, key=lambda c: found[c]["cpu_ms"].median)
+                row["best_share"] = max(peers, key=lambda c: found[c]["share"].median)
+                cpu, share = found[row["best_cpu"]]["cpu_ms"], found[row["best_share"]]["share"]
+                row["cpu_vs_best"] = sluice["cpu_ms"].median / cpu.median
+                row["share_vs_best"] = sluice["share"].median / share.median
+                row["cpu_verdict"] = rounds.compare(sluice["cpu_ms"], cpu, lower_is_better=True)
+                row["share_verdict"] = rounds.compare(sluice["share"], share, lower_is_better=False)
             rows.append(row)
     return rows
 
 
 def comparison_table(rows: list[dict[str, Any]]) -> list[str]:
-    """The comparison as markdown: per client ÷ limit and CPU-ms/page, then Sluice ÷ the best peer."""
+    """The comparison as markdown: per client ÷ limit and CPU-ms/page as median (min–max), then
+    Sluice ÷ the best peer (medians) and how it stands."""
     clients = [c for c in ("sluice", *PEERS) if any(c in row for row in rows)]
     head = " | ".join(f"{c} ÷ limit | {c} CPU-ms/p" for c in clients)
     lines = [
@@ -96,16 +129,22 @@ def comparison_table(rows: list[dict[str, Any]]) -> list[str]:
         cells = []
         for client in clients:
             figures = row.get(client)
-            cells += [_num(figures["share"]), _num(figures["cpu_ms"])] if figures else ["–", "–"]
+            cells += [figures["share"].text(), figures["cpu_ms"].text()] if figures else ["–", "–"]
         lines.append(
             f"| {row['variant']} | {row['concurrency']} | {' | '.join(cells)} |"
-            f" {_num(row.get('cpu_vs_best'))} | {_num(row.get('share_vs_best'))} |"
+            f" {ratio_text(row.get('cpu_vs_best'), row.get('cpu_verdict'))} |"
+            f" {ratio_text(row.get('share_vs_best'), row.get('share_verdict'))} |"
         )
     return lines
 
 
-def cpu_ratios(runs: list[Run]) -> list[dict[str, Any]]:
-    """Per concurrency: Sluice's CPU per page as a fraction of each peer's."""
+def ratio_text(value: float | None, verdict: str | None) -> str:
+    """'0.98, ahead' / '1.04, within the spread'."""
+    return _num(value) if value is None or verdict is None else f"{_num(value)}, {verdict}"
+
+
+def cpu_ratios(runs: list[Run], latency_ms: float = 50.0) -> list[dict[str, Any]]:
+    """Per concurrency: Sluice's median CPU per page as a fraction of each peer's."""
     rows = []
     for n in sorted({r["concurrency"] for r in runs if r.get("client") == "sluice"}):
         sluice = find(runs, "sluice", n)
@@ -115,58 +154,82 @@ def cpu_ratios(runs: list[Run]) -> list[dict[str, Any]]:
         for peer in PEERS:
             other = find(runs, peer, n)
             if other is not None:
-                row[f"vs_{peer}"] = sluice["cpu_ms_per_page"] / other["cpu_ms_per_page"]
+                row[f"vs_{peer}"] = cpu_median(sluice, latency_ms) / cpu_median(other, latency_ms)
         rows.append(row)
     return rows
 
 
-def _verdict(name: str, value: float | None, goal: float, above: bool, unit: str) -> dict[str, Any]:
+def _verdict(
+    name: str, value: float | None, goal: float, above: bool, unit: str, words: list[str] | None = None
+) -> dict[str, Any]:
+    """PASS or MISS by ``value``; with ``words`` (each cell's 'ahead', 'behind' or 'within the spread'
+    from its rounds), MISS only where a cell is clearly behind, else 'within the spread' where a
+    cell's range reaches the goal, else PASS."""
     check = {"target": name, "value": value, "goal": goal, "sign": "≥" if above else "≤", "unit": unit}
     if value is None:
         return {**check, "verdict": "NOT RUN"}
+    if words is not None:
+        verdict = "MISS" if "behind" in words else WITHIN if WITHIN in words else "PASS"
+        return {**check, "verdict": verdict}
     passed = value >= goal if above else value <= goal
     return {**check, "verdict": "PASS" if passed else "MISS"}
 
 
+def _against_goal(figures: dict[int, Spread], goal: float, above: bool) -> list[str]:
+    """Each cell's median against a goal, 'within the spread' when its range reaches the goal."""
+    point = Spread(goal, goal, goal)
+    return [rounds.compare(f, point, lower_is_better=not above) for f in figures.values()]
+
+
+def _sluice_spreads(runs: list[Run], field: str, latency_ms: float) -> dict[int, Spread]:
+    found: dict[int, Spread] = {}
+    for run in runs:
+        figure = rounds.spread(run, field, latency_ms) if run.get("client") == "sluice" else None
+        if figure is not None:
+            found.setdefault(int(run["concurrency"]), figure)
+    return found
+
+
+def _detail(values: dict[int, float]) -> str:
+    return ", ".join(f"{v:.2f} at {n}" for n, v in sorted(values.items()))
+
+
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The project's performance targets, each with the measured value and PASS/MISS."""
+    """The project's performance targets, each with the measured median and PASS/MISS, or 'within the
+    spread' where the rounds' range reaches the goal or the peer's range."""
+    latency = latency_of(result)
     runs: list[Run] = result.get("matrix", [])
     checks = []
+    shares = _sluice_spreads(runs, "ratio_limit", latency)
     for n, goal in ((32, 0.9), (128, 0.7)):
-        run = find(runs, "sluice", n)
-        checks.append(
-            _verdict(f"sluice pages/s ÷ limit at {n} in flight", run["ratio_limit"] if run else None, goal, True, "×")
-        )
-    cpu = {
-        r["concurrency"]: r["cpu_ms_per_page"] for r in runs if r.get("client") == "sluice" and "cpu_ms_per_page" in r
-    }
-    vs_scrapy = {row["concurrency"]: row["vs_scrapy"] for row in cpu_ratios(runs) if "vs_scrapy" in row}
-    for name, values, goal, unit in (
-        ("sluice CPU-ms per 50 KB page (worst concurrency)", cpu, 1.2, "ms"),
-        ("sluice CPU ÷ Scrapy CPU per page (worst concurrency)", vs_scrapy, 0.25, "×"),
-    ):
-        check = _verdict(name, max(values.values(), default=None), goal, False, unit)
-        checks.append({**check, "detail": ", ".join(f"{v:.2f} at {n}" for n, v in sorted(values.items()))})
-    heavy_cpu = {
-        r["concurrency"]: r["cpu_ms_per_page"]
-        for r in result.get("heavy", [])
-        if r.get("client") == "sluice" and "cpu_ms_per_page" in r
-    }
-    check = _verdict(
-        "sluice CPU-ms per 400 KB page (worst concurrency)", max(heavy_cpu.values(), default=None), 2.0, False, "ms"
-    )
-    checks.append({**check, "detail": ", ".join(f"{v:.2f} at {n}" for n, v in sorted(heavy_cpu.items()))})
+        figure = shares.get(n)
+        words = _against_goal({n: figure}, goal, True) if figure else None
+        value = figure.median if figure else None
+        checks.append(_verdict(f"sluice pages/s ÷ limit at {n} in flight", value, goal, True, "×", words))
+    vs_scrapy = {row["concurrency"]: row["vs_scrapy"] for row in cpu_ratios(runs, latency) if "vs_scrapy" in row}
+    for key, size, goal in (("matrix", "50 KB", 1.2), ("heavy", "400 KB", 2.0)):
+        cpu = _sluice_spreads(result.get(key, []), "cpu_ms_per_page", latency)
+        medians = {n: f.median for n, f in cpu.items()}
+        name = f"sluice CPU-ms per {size} page (worst concurrency)"
+        check = _verdict(name, max(medians.values(), default=None), goal, False, "ms", _against_goal(cpu, goal, False))
+        checks.append({**check, "detail": _detail(medians)})
+        if key == "matrix":
+            worst = max(vs_scrapy.values(), default=None)
+            check = _verdict("sluice CPU ÷ Scrapy CPU per page (worst concurrency)", worst, 0.25, False, "×")
+            checks.append({**check, "detail": _detail(vs_scrapy)})
     rows = comparison(result)
     for _, label in VARIANTS:
         mine = [r for r in rows if r["variant"] == label and "cpu_vs_best" in r]
         for name, field, above in (
-            ("CPU-ms a page", "cpu_vs_best", False),
-            ("share of the limit", "share_vs_best", True),
+            ("CPU-ms a page", "cpu", False),
+            ("share of the limit", "share", True),
         ):
-            values = {r["concurrency"]: r[field] for r in mine}
+            values = {r["concurrency"]: r[f"{field}_vs_best"] for r in mine}
+            words = [r[f"{field}_verdict"] for r in mine]
             worst = (min if above else max)(values.values(), default=None)
-            check = _verdict(f"sluice {name} ÷ the best peer's, {label} (worst concurrency)", worst, 1.0, above, "×")
-            checks.append({**check, "detail": ", ".join(f"{v:.2f} at {n}" for n, v in sorted(values.items()))})
+            title = f"sluice {name} ÷ the best peer's, {label} (medians, worst concurrency)"
+            check = _verdict(title, worst, 1.0, above, "×", words)
+            checks.append({**check, "detail": _detail(values)})
     checks += pipeline_targets(result.get("pipeline", []))
     heavy = find(result.get("heavy", []), "sluice", 128)
     checks.append(
@@ -177,7 +240,7 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     return checks
 
 
-def _pipeline_run(runs: list[Run], size: int | str, client: str, variant: str) -> Run | None:
+def pipeline_run(runs: list[Run], size: int | str, client: str, variant: str) -> Run | None:
     for run in runs:
         if (
             run.get("size") == size
@@ -194,8 +257,8 @@ def pipeline_targets(runs: list[Run]) -> list[dict[str, Any]]:
     checks = []
     sizes = sorted({r["size"] for r in runs if isinstance(r.get("size"), int)})
     for size in [*sizes, "docs"]:
-        crawl = _pipeline_run(runs, size, "sluice", "docs" if size == "docs" else "default")
-        run = _pipeline_run(runs, size, "pipeline", "docs" if size == "docs" else "first")
+        crawl = pipeline_run(runs, size, "sluice", "docs" if size == "docs" else "default")
+        run = pipeline_run(runs, size, "pipeline", "docs" if size == "docs" else "first")
         where = "link-heavy docs site" if size == "docs" else f"{size:,} listing pages"
         ratio = run["pages_per_s"] / crawl["pages_per_s"] if run and crawl else None
         # Issue 18: on one host the pipeline keeps fetching while it writes, so it stays within 0.8 of the engine.
@@ -204,8 +267,8 @@ def pipeline_targets(runs: list[Run]) -> list[dict[str, Any]]:
     checks.append(_verdict("sluice run peak RSS (every run)", max(peaks, default=None), 300.0, False, "MB"))
     if len(sizes) >= 2:
         small, large = (
-            _pipeline_run(runs, sizes[0], "pipeline", "first"),
-            _pipeline_run(runs, sizes[-1], "pipeline", "first"),
+            pipeline_run(runs, sizes[0], "pipeline", "first"),
+            pipeline_run(runs, sizes[-1], "pipeline", "first"),
         )
         if small and large:
             per_page = (large["wall_s"] / large["pages_ok"]) / (small["wall_s"] / small["pages_ok"])
@@ -234,7 +297,7 @@ def pipeline_table(runs: list[Run]) -> str:
     }
     for run in runs:
         size = run.get("size")
-        crawl = _pipeline_run(runs, size if size is not None else -1, "sluice", "docs" if size == "docs" else "default")
+        crawl = pipeline_run(runs, size if size is not None else -1, "sluice", "docs" if size == "docs" else "default")
         name = names.get((run.get("client", ""), run.get("variant", "")), f"{run.get('client')} {run.get('variant')}")
         label = "docs site (2,021)" if size == "docs" else f"{size:,}"
         if "pages_per_s" not in run:
@@ -296,20 +359,23 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
-def run_row(run: Run) -> str:
-    """One markdown table row for a run."""
+def run_row(run: Run, latency_ms: float = 50.0) -> str:
+    """One markdown table row for a client in a cell: pages/s, CPU-ms a page and the share of the limit
+    as median (min–max) over its rounds, the rest from its median run."""
     cells = [str(run.get("client")), str(run.get("variant") or ""), str(run.get("concurrency"))]
     if "cpu_ms_per_page" not in run:
-        cells += [f"failed: {run.get('error', '?')}", *[""] * 10]
+        cells += [f"failed: {run.get('error', '?')}", *[""] * 11]
     else:
+        figures = spreads(run, latency_ms)
         cells += [
+            str(len(rounds.samples(run, latency_ms))),
             f"{run['pages_ok']:,}",
             _num(run["wall_s"]),
-            _num(run["pages_per_s"], 0),
-            _num(run["cpu_ms_per_page"]),
+            figures["pps"].text(0),
+            figures["cpu_ms"].text(),
             _num(run["limit"], 0),
             _num(run["ratio_latency"]),
-            _num(run["ratio_limit"]),
+            figures["share"].text(),
             f"{run['peak_rss_mb']:.0f} ({run.get('rss_before_mb', 0):.0f})",
             f"{run['records']:,}" + ("" if run["complete"] else " ⚠"),
             _num(run.get("server_cpu_pct"), 0),
@@ -319,25 +385,50 @@ def run_row(run: Run) -> str:
 
 
 HEADER = (
-    "| client | variant | in flight | pages ok | wall s | pages/s | CPU-ms/page | limit pages/s "
+    "| client | variant | in flight | rounds | pages ok | wall s | pages/s | CPU-ms/page | limit pages/s "
     "| ÷ N/latency | ÷ limit | peak RSS MB (at start) | records | server CPU % | others CPU % |\n"
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
-def table(runs: list[Run]) -> str:
-    return "\n".join([HEADER, *(run_row(r) for r in runs)])
+def table(runs: list[Run], latency_ms: float = 50.0) -> str:
+    return "\n".join([HEADER, *(run_row(r, latency_ms) for r in runs)])
+
+
+def rounds_method(result: dict[str, Any]) -> list[str]:
+    """How the cells were measured: in alternating rounds, or (an older file) Sluice's repeats alone."""
+    cfg = result["config"]
+    counts = {k: v for k, v in (cfg.get("rounds") or {}).items() if result.get(k)}
+    if not cfg.get("rounds"):
+        return [
+            f"- **Repeats** (a file from before rounds): each Sluice cell is the median (by CPU per page) of"
+            f" {cfg.get('sluice_repeats', 1)}",
+            "  runs, the lowest and highest in brackets; the peers ran once, after Sluice.",
+        ]
+    names = (("matrix", "on 50 KB pages"), ("heavy", "on 400 KB pages"), ("docs", "on the docs site"))
+    said = ", ".join(f"{counts[k]} {where}" for k, where in names if k in counts)
+    return [
+        "- **Rounds**: Sluice and the peer (aiohttp + selectolax) are measured in alternating rounds, A B, B A,",
+        "  A B, ..., so that the machine's drift hits both alike:",
+        f"  {said}. Scrapy and the recipe run once a cell. *pages/s*, *CPU-ms/page* and *÷ limit* are the",
+        "  median over the rounds with the lowest and highest in brackets; the other columns are the median",
+        "  run's (by CPU a page). Sluice is judged against a peer by the medians, and *within the spread* where",
+        "  the two ranges overlap.",
+    ]
 
 
 def markdown(result: dict[str, Any]) -> str:
     """The whole docs/benchmarks.md."""
     cfg = result["config"]
+    lat = float(cfg["latency_ms"])
     machine = result["machine"]
     pk = machine["packages"]
     lines = [
         "# Benchmarks",
         "",
-        "<!-- Generated by `python -m bench.run` (or `python -m bench.report`): edit bench/report.py instead. -->",
+        "<!-- Generated by `python -m bench.run` (or `python -m bench.report`, `make bench-report`): edit",
+        "bench/report.py instead. Sections after the generated ones (many hosts, finalizing in shards, fan-out)",
+        "are written by their own commands and kept when this page is regenerated. -->",
         "",
         "How fast Sluice crawls, and how much CPU and memory it spends per page, next to what a user",
         "would otherwise reach for: aiohttp + selectolax written carefully (the best plain-Python peer),",
@@ -362,8 +453,8 @@ def markdown(result: dict[str, Any]) -> str:
         "  `LexborHTMLParser` (the parser Sluice uses), `urljoin` for URLs: the best plain-Python peer.",
         "- **Measured** around the crawl only (not imports or start-up): wall time, process CPU time (user + system,",
         "  all threads), and peak RSS (`ru_maxrss`, whole process; in brackets, the peak when the crawl",
-        "  started, i.e. the interpreter and imports). Each Sluice cell is the median (by CPU per page) of",
-        f"  {cfg.get('sluice_repeats', 1)} runs; the peers run once.",
+        "  started, i.e. the interpreter and imports).",
+        *rounds_method(result),
         "- **limit** = min(N ÷ latency, 1000 ÷ CPU-ms per page): the latency bound or the client's own",
         "  single-core CPU bound, whichever is lower. *÷ N/latency* and *÷ limit* are pages/s over each.",
         "  *server CPU %* is the server's busy share of one core during the run (near 100 % would mean",
@@ -373,10 +464,10 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"## Results ({cfg['pages']:,} pages, {cfg['latency_ms']:g} ms latency)",
         "",
-        table(result.get("matrix", [])),
+        table(result.get("matrix", []), lat),
         "",
     ]
-    ratios = cpu_ratios(result.get("matrix", []))
+    ratios = cpu_ratios(result.get("matrix", []), lat)
     if ratios:
         lines += [
             "CPU per page, Sluice as a fraction of the peer (lower is better):",
@@ -394,7 +485,7 @@ def markdown(result: dict[str, Any]) -> str:
             "The same listings with a real shop's markup: every card carries icons (inline SVG), action",
             "buttons, a spec list with data-* attributes and a long description; ~400 KB and ~4,600 tags a page.",
             "",
-            table(result["heavy"]),
+            table(result["heavy"], lat),
             "",
         ]
     if result.get("docs"):
@@ -405,7 +496,7 @@ def markdown(result: dict[str, Any]) -> str:
             "resolved, canonicalized, judged in scope (allow and deny patterns) and deduplicated, and four fields",
             "of each article. The peer does the same with `urljoin`, w3lib's `canonicalize_url` and a set.",
             "",
-            table(result["docs"]),
+            table(result["docs"], lat),
             "",
         ]
     rows = comparison(result)
@@ -426,7 +517,7 @@ def markdown(result: dict[str, Any]) -> str:
             "*default* is what PageFetcher uses when given no transport; the others are the options in",
             "`sluice.fetch.transport`, built with the limits PageFetcher would use.",
             "",
-            table(result["transports"]),
+            table(result["transports"], lat),
             "",
         ]
     if result.get("pipeline"):
@@ -475,7 +566,7 @@ def markdown(result: dict[str, Any]) -> str:
                 "",
             ]
     lines += ["## Targets", "", "| target | goal | measured | verdict |", "|---|---:|---:|---|"]
-    for c in result.get("targets", []):
+    for c in targets(result):  # judged again: a file's own verdicts are those of the code that wrote it
         goal = f"{c['sign']} {c['goal']:g} {c['unit']}"
         detail = f" ({c['detail']})" if c.get("detail") else ""
         lines.append(f"| {c['target']} | {goal} | {_num(c['value'])} {c['unit']}{detail} | **{c['verdict']}** |")
@@ -500,11 +591,14 @@ def markdown(result: dict[str, Any]) -> str:
         "```",
         COMMAND,
         ".venv/bin/python -m bench.run --quick   # ~1 minute smoke run",
+        "make bench-report ARGS=bench/results/bench-YYYYMMDD-HHMMSS.json   # rewrite the docs, measure nothing",
         ".venv/bin/python -m bench.run --pages 500 --latency-ms 20 --clients sluice,scrapy",
         "```",
         "",
         "Results land in `bench/results/bench-YYYYMMDD-HHMMSS.json` and `bench/results/latest.json`;",
-        "`python -m bench.report` rewrites this page from `latest.json`. The A/B measurements made by hand while",
+        "`python -m bench.report [FILE]` rewrites this page and the README's table (between its",
+        "`bench:start` and `bench:end` markers) from a results file, the newest whole run's by default, keeping",
+        "the sections other commands appended here. The A/B measurements made by hand while",
         "building the engine (fetching while writing, letting a host go, worker processes) are in",
         "[engine-experiments.md](engine-experiments.md), which this command never rewrites.",
         "",
@@ -531,11 +625,16 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Rewrite docs/benchmarks.md and the README's benchmark section from a results file."""
+    from bench import publish  # publish builds on this module
+
     args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else LATEST
+    if len(args) > 1 or any(a.startswith("-") for a in args):
+        sys.exit("usage: python -m bench.report [bench/results/bench-YYYYMMDD-HHMMSS.json]  (default: the newest)")
+    path = Path(args[0]) if args else publish.newest_result()
     result = json.loads(path.read_text())
-    DOCS.write_text(markdown(result))
-    print(f"wrote {DOCS} from {path}")
+    publish.publish(result, publish.source_name(path))
+    print(f"wrote {publish.README} and {DOCS} from {path}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,12 @@
-"""`make bench`: run every client against the demo site and write results and docs/benchmarks.md.
+"""`make bench`: run every client against the demo site and write results, docs/benchmarks.md and
+the README's benchmark section.
 
-    .venv/bin/python -m bench.run            # the full benchmark (~6-9 minutes)
-    .venv/bin/python -m bench.run --quick    # smoke run: 300 pages, 32 in flight
+    .venv/bin/python -m bench.run            # the full benchmark (~20-25 minutes, at most --max-minutes)
+    .venv/bin/python -m bench.run --quick    # smoke run: 300 pages, 32 in flight, one round
+
+Sluice and the peer (aiohttp + selectolax) are measured in alternating rounds, A B, B A, A B, ...
+(bench.rounds), so drift of the machine during a cell hits both alike; Scrapy and the recipe run once
+a cell. A row of the results is a client's median run in its cell with every round under ``rounds``.
 
 Each client run is a fresh ``python -m bench.client_NAME`` process pinned to core 0 against a
 demo-site process pinned to core 1 (see serve.py); the harness only starts processes and reads
@@ -13,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -24,11 +28,13 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import machine, report
+from bench import machine, publish, report, rounds
 from bench.common import ITEMS_PER_PAGE, RESULT_PREFIX
 from bench.server import ServerProcess
 
 CLIENTS = ("sluice", "peer", "scrapy", "recipe")
+ROUND_CLIENTS = ("sluice", "peer")
+"""The clients measured in alternating rounds; the others run once a cell."""
 """The engine, then its peers: aiohttp + selectolax, a Scrapy spider, the httpx + BeautifulSoup recipe."""
 DOCS_PAGES = 2000
 """What a docs-variant client is told (it crawls the whole docs site, 2,021 pages, from its index)."""
@@ -44,6 +50,7 @@ TRANSPORTS = ("default", "httpx", "httpx-sharded")
 RESULTS = Path("bench/results")
 CLIENT_TIMEOUT_S = 300.0
 TRANSPORT_CONCURRENCY = 128
+TRANSPORT_ROUNDS = 2
 Run = dict[str, Any]
 
 
@@ -111,17 +118,17 @@ class Harness:
         result["other_cpu_pct"] = max(0.0, 100 * others / lifetime)
         return self._show(result)
 
-    def median_of(self, repeats: int, client: str, server: ServerProcess, pages: int, n: int, variant: str = "") -> Run:
-        """Run ``repeats`` times; keep the run with the median CPU per page (all runs are kept under 'repeats')."""
-        runs = [self.run(client, server, pages, n, variant) for _ in range(max(1, repeats))]
-        good = sorted((r for r in runs if "cpu_ms_per_page" in r), key=lambda r: float(r["cpu_ms_per_page"]))
-        if len(runs) == 1 or not good:
-            return runs[0]
-        chosen = dict(good[(len(good) - 1) // 2])
-        chosen["repeats"] = [{k: r.get(k) for k in ("pages_per_s", "cpu_ms_per_page", "peak_rss_mb")} for r in good]
-        chosen["cpu_ms_per_page_spread"] = [good[0]["cpu_ms_per_page"], good[-1]["cpu_ms_per_page"]]
-        chosen["cpu_ms_per_page_median"] = statistics.median(r["cpu_ms_per_page"] for r in good)
-        return chosen
+    def cell(
+        self, clients: list[str], n_rounds: int, server: ServerProcess, pages: int, n: int, variant: str = ""
+    ) -> list[Run]:
+        """One cell (a page variant at a concurrency): Sluice and the peer in ``n_rounds`` alternating
+        rounds (A B, B A, ...), then the other clients once; a row per client, in ``clients`` order."""
+        alternating = [c for c in clients if c in ROUND_CLIENTS]
+        once = [c for c in clients if c not in ROUND_CLIENTS]
+        runs: dict[str, list[Run]] = {c: [] for c in clients}
+        for turn, (r, client) in enumerate(rounds.schedule(alternating, n_rounds, once)):
+            runs[client].append(self.run(client, server, pages, n, variant) | {"round": r, "turn": turn})
+        return [rounds.combine(runs[c]) for c in clients]
 
     def _show(self, run: Run) -> Run:
         run = report.derive(run, self.latency_ms)
@@ -144,27 +151,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m bench.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add = parser.add_argument
-    add("--quick", action="store_true", help="smoke run: 300 pages, 32 in flight, small heavy run, no transports")
-    add("--pages", type=int, help="listing pages per run (default 2000; --quick 300)")
+    add("--quick", action="store_true", help="smoke run: 300 pages, 32 in flight, one round, no transports")
+    add("--pages", type=int, help="listing pages per run (default 1000; --quick 300)")
     add("--latency-ms", type=float, default=50.0)
     add("--clients", default=",".join(CLIENTS), help="comma list of " + ", ".join(CLIENTS))
     add("--concurrency", help="comma list of in-flight counts (default 8,32,128; --quick 32)")
-    add("--sluice-repeats", type=int, help="runs per sluice cell, the median kept (default 3; --quick 1)")
-    add("--heavy-pages", type=int, help="heavy (~400 KB) pages for the RSS run, 0 skips (default 500; --quick 100)")
+    add("--rounds", type=int, help="alternating sluice/peer rounds a 50 KB cell (default 5; --quick 1)")
+    add("--heavy-rounds", type=int, help="alternating rounds a 400 KB cell (default 5; --quick 1)")
+    add("--docs-rounds", type=int, help="alternating rounds a docs-site cell (default 2; --quick 1)")
+    add("--heavy-pages", type=int, help="heavy (~400 KB) pages a run, 0 skips (default 400; --quick 100)")
     add("--heavy-clients", default="sluice,peer,scrapy", help="clients in the heavy-page runs ('' skips)")
     add("--docs-clients", default="sluice,peer", help="clients in the link-heavy docs-site runs ('' skips)")
     add("--transports", default=",".join(TRANSPORTS), help="sluice transports to compare ('' skips)")
     add("--pipeline-pages", help="listing pages for the pipeline runs, comma list (default 1000,10000; --quick 300)")
     add("--no-pipeline", action="store_true", help="skip sluice run vs sluice crawl vs the stateful recipe")
     add("--finalize-pages", help="run sizes whose finalizing is measured (default 10000,50000; --quick: none)")
-    add("--max-minutes", type=float, default=25.0, help="runs that would start later are skipped")
+    add("--max-minutes", type=float, default=30.0, help="runs that would start later are skipped")
     add("--quiet-wait", type=float, default=120.0, help="total seconds to spend waiting for a quiet machine")
-    add("--no-docs", action="store_true", help="leave docs/benchmarks.md and latest.json alone (--quick implies it)")
+    add(
+        "--no-docs",
+        action="store_true",
+        help="leave README.md, docs/benchmarks.md and latest.json alone (--quick implies it)",
+    )
     args = parser.parse_args(argv)
-    args.pages = args.pages or (300 if args.quick else 2000)
+    args.pages = args.pages or (300 if args.quick else 1000)
     args.concurrency = [int(c) for c in (args.concurrency or ("32" if args.quick else "8,32,128")).split(",")]
-    args.sluice_repeats = args.sluice_repeats or (1 if args.quick else 3)
-    args.heavy_pages = args.heavy_pages if args.heavy_pages is not None else (100 if args.quick else 500)
+    for name, default in (("rounds", 5), ("heavy_rounds", 5), ("docs_rounds", 2)):
+        chosen = getattr(args, name)
+        setattr(args, name, chosen if chosen is not None else (1 if args.quick else default))
+        if not 1 <= getattr(args, name) <= 20:
+            parser.error(f"--{name.replace('_', '-')} must be 1..20")
+    args.heavy_pages = args.heavy_pages if args.heavy_pages is not None else (100 if args.quick else 400)
     args.clients = [c for c in args.clients.split(",") if c]
     args.heavy_clients = [c for c in args.heavy_clients.split(",") if c]
     args.docs_clients = [c for c in args.docs_clients.split(",") if c]
@@ -197,7 +214,8 @@ def main(argv: list[str] | None = None) -> None:
             "concurrency": args.concurrency,
             "clients": args.clients,
             "books": args.pages * ITEMS_PER_PAGE,
-            "sluice_repeats": args.sluice_repeats,
+            "rounds": {"matrix": args.rounds, "heavy": args.heavy_rounds, "docs": args.docs_rounds},
+            "round_clients": list(ROUND_CLIENTS),
             "quick": args.quick,
             "heavy": {"pages": args.heavy_pages, "concurrency": args.concurrency, "clients": args.heavy_clients},
             "docs": {"concurrency": args.concurrency, "clients": args.docs_clients},
@@ -214,31 +232,25 @@ def main(argv: list[str] | None = None) -> None:
     with ServerProcess(books=args.pages * ITEMS_PER_PAGE, prerender=args.pages, latency_ms=lat) as server:
         print(f"server {server.base}: {args.pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
         for n in args.concurrency:
-            for client in args.clients:
-                repeats = args.sluice_repeats if client == "sluice" else 1
-                result["matrix"].append(harness.median_of(repeats, client, server, args.pages, n))
+            result["matrix"] += harness.cell(args.clients, args.rounds, server, args.pages, n)
         _checkpoint(result, stamp)
         if args.docs_clients:
             print("link-heavy docs site (2,021 pages, 200+ links each, from its index):", flush=True)
             for n in args.concurrency:
-                for client in args.docs_clients:
-                    repeats = args.sluice_repeats if client == "sluice" else 1
-                    result["docs"].append(harness.median_of(repeats, client, server, DOCS_PAGES, n, "docs"))
+                result["docs"] += harness.cell(args.docs_clients, args.docs_rounds, server, DOCS_PAGES, n, "docs")
             _checkpoint(result, stamp)
         if args.transports:
             print(f"transports (sluice, {TRANSPORT_CONCURRENCY} in flight):", flush=True)
             for variant in args.transports:
-                repeats = 1 if variant == "httpx" else args.sluice_repeats  # plain httpx takes ~40 s a run
+                repeats = 1 if variant == "httpx" else TRANSPORT_ROUNDS  # plain httpx takes ~20 s a run
                 n = TRANSPORT_CONCURRENCY
-                result["transports"].append(harness.median_of(repeats, "sluice", server, args.pages, n, variant))
+                result["transports"] += harness.cell(["sluice"], repeats, server, args.pages, n, variant)
     if args.heavy_pages and args.heavy_clients:
         pages = args.heavy_pages
         with ServerProcess(books=pages * ITEMS_PER_PAGE, prerender=pages, latency_ms=lat, heavy=True) as server:
             print(f"heavy server {server.base}: {pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
             for n in args.concurrency:
-                for client in args.heavy_clients:
-                    repeats = args.sluice_repeats if client == "sluice" else 1
-                    result["heavy"].append(harness.median_of(repeats, client, server, pages, n))
+                result["heavy"] += harness.cell(args.heavy_clients, args.heavy_rounds, server, pages, n)
         _checkpoint(result, stamp)
     if args.pipeline_pages:
         result["pipeline"] = pipeline_runs(harness, args.pipeline_pages)
@@ -247,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
         result["finalizer"] = finalizer_scale(args.finalize_pages)
     result["breakdown"] = breakdown() if "sluice" in args.clients else {}
     _label_transports(result["transports"])
-    result["cpu_ratios"] = report.cpu_ratios(result["matrix"])
+    result["cpu_ratios"] = report.cpu_ratios(result["matrix"], lat)
     result["targets"] = report.targets(result)
     _write(result, stamp, args)
 
@@ -332,8 +344,8 @@ def _write(result: Run, stamp: str, args: argparse.Namespace) -> None:
     print(f"\nwrote {path}")
     if not args.no_docs:
         report.LATEST.write_text(text)
-        report.DOCS.write_text(report.markdown(result))
-        print(f"wrote {report.LATEST} and {report.DOCS}")
+        publish.publish(result, publish.source_name(path))
+        print(f"wrote {report.LATEST}, {publish.README} and {report.DOCS}")
     print("targets:")
     print("\n".join(report.verdict_lines(result)))
 
