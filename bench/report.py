@@ -470,7 +470,7 @@ def markdown(result: dict[str, Any]) -> str:
     ratios = cpu_ratios(result.get("matrix", []), lat)
     if ratios:
         lines += [
-            "CPU per page, Sluice as a fraction of the peer (lower is better):",
+            "CPU per page, Sluice's median as a fraction of the peer's (lower is better):",
             "",
             "| in flight | sluice ÷ aiohttp + selectolax | sluice ÷ scrapy | sluice ÷ recipe |",
             "|---:|---:|---:|---:|",
@@ -505,7 +505,9 @@ def markdown(result: dict[str, Any]) -> str:
             "## Sluice against the best peer, per page variant",
             "",
             "For each client, pages/s as a share of its limit (higher is better) and CPU-ms a page (lower is",
-            "better); then Sluice's CPU over the lowest peer CPU, and Sluice's share over the highest peer share.",
+            "better), median (min–max); then Sluice's median CPU over the lowest peer median, and Sluice's median",
+            "share over the highest peer median: *ahead* or *behind*, or *within the spread* where the two",
+            "clients' ranges overlap.",
             "",
             *comparison_table(rows),
             "",
