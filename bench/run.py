@@ -1,7 +1,7 @@
 """`make bench`: run every client against the demo site and write results, docs/benchmarks.md and
 the README's benchmark section.
 
-    .venv/bin/python -m bench.run            # the full benchmark (~20-25 minutes, at most --max-minutes)
+    .venv/bin/python -m bench.run            # the full benchmark (~25-30 minutes, at most --max-minutes)
     .venv/bin/python -m bench.run --quick    # smoke run: 300 pages, 32 in flight, one round
 
 Sluice and the peer (aiohttp + selectolax) are measured in alternating rounds, A B, B A, A B, ...
@@ -33,9 +33,9 @@ from bench.common import ITEMS_PER_PAGE, RESULT_PREFIX
 from bench.server import ServerProcess
 
 CLIENTS = ("sluice", "peer", "scrapy", "recipe")
+"""The engine, then its peers: aiohttp + selectolax, a Scrapy spider, the httpx + BeautifulSoup recipe."""
 ROUND_CLIENTS = ("sluice", "peer")
 """The clients measured in alternating rounds; the others run once a cell."""
-"""The engine, then its peers: aiohttp + selectolax, a Scrapy spider, the httpx + BeautifulSoup recipe."""
 DOCS_PAGES = 2000
 """What a docs-variant client is told (it crawls the whole docs site, 2,021 pages, from its index)."""
 PIPELINE_CLIENTS = (
