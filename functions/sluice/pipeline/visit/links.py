@@ -23,7 +23,12 @@ from sluice.spec import CrawlSpec
 from sluice.spec.models import MAX_CARRY_BYTES
 
 CACHE_URLS = 200_000
-"""Links a container remembers per run (about 20 MB): each costs a lookup at most once per container."""
+CACHE_CHARS = 16_000_000
+"""Links a container remembers per run, and their characters in all (about 40 MB at most): past either, the
+links used longest ago are forgotten (each then costs a hash and a lookup again, never a wrong answer)."""
+
+SEEDED = ""
+"""The owner :class:`ClaimCache` keeps for a seed: in the run through no page (never one's to send again)."""
 
 
 def parent_id(page_url: str) -> str:
@@ -31,38 +36,81 @@ def parent_id(page_url: str) -> str:
     return url_hash(page_url)[:16]
 
 
-@dataclass
 class ClaimCache:
-    """Links this container has already seen claimed (or seeded) in a run, with the page that claimed them."""
+    """Links this container has already seen claimed (or found to be seeds) in a run, with the page that claimed
+    them, by canonical URL: a link the run holds costs one dict lookup, no hash, no task.
 
-    limit: int = CACHE_URLS
-    _seen: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    Bounded twice (:data:`CACHE_URLS` links, :data:`CACHE_CHARS` characters): a link over the bound is
+    forgotten, oldest use first, and is only looked up again."""
 
-    def settled(self, hash_: str, parent: str | None) -> bool:
-        """True if the link is known to be in the run through another page (nothing to send)."""
-        owner = self._seen.get(hash_)
+    def __init__(self, limit: int = CACHE_URLS, chars: int = CACHE_CHARS) -> None:
+        self.limit, self.max_chars = limit, chars
+        self.chars = 0
+        self._seen: OrderedDict[str, str] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def settled(self, url: str, parent: str | None) -> bool:
+        """True if the link is known to be in the run through another page or as a seed (nothing to send)."""
+        owner = self._seen.get(url)
         if owner is None:
             return False
-        self._seen.move_to_end(hash_)
+        self._seen.move_to_end(url)
         return owner != parent
 
-    def known(self, hash_: str) -> bool:
-        """True if the link is known to be in the run (claimed, by any page)."""
-        return hash_ in self._seen
+    def known(self, url: str) -> bool:
+        """True if the link is known to be in the run (claimed by any page, or a seed)."""
+        return url in self._seen
 
-    def remember(self, hash_: str, owner: str) -> None:
-        self._seen[hash_] = owner
-        self._seen.move_to_end(hash_)
-        while len(self._seen) > self.limit:
-            self._seen.popitem(last=False)
+    def remember(self, url: str, owner: str) -> None:
+        """The link is in the run, claimed by the page ``owner`` names (:data:`SEEDED`: a seed)."""
+        if url not in self._seen:
+            self.chars += len(url)
+        self._seen[url] = owner
+        self._seen.move_to_end(url)
+        while self._seen and (len(self._seen) > self.limit or self.chars > self.max_chars):
+            gone, _ = self._seen.popitem(last=False)
+            self.chars -= len(gone)
+
+
+@dataclass(frozen=True, slots=True)
+class FoundLinks:
+    """The links a page found, to claim: plain canonical URLs (each once, each short enough for a task), and what
+    makes each one's task. Most links of a page are in the run already (a sidebar every page shares), so the task
+    a claim writes and sends (:meth:`task`) is made only for a link the run is not known to hold."""
+
+    urls: list[str]
+    depth: int
+    """The links' depth: one hop past the page's."""
+    parent: str
+    """The page, as a claim names it (:func:`parent_id`)."""
+    rules: Mapping[str, str] = field(default_factory=dict)
+    """The follow rule of each link a page type's rule found."""
+    carried: Mapping[str, CarriedData] = field(default_factory=dict)
+    """The fields each link carries."""
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    def task(self, url: str) -> UrlTask:
+        """The link's task, as its claim writes it and its message carries it."""
+        return UrlTask(
+            url=url,
+            depth=self.depth,
+            origin="link",
+            parent=self.parent,
+            via=self.rules.get(url),
+            carry=self.carried.get(url),
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class Children:
     """A page's links, as the run takes them."""
 
-    tasks: list[UrlTask]
-    """The links as tasks one hop further."""
+    links: FoundLinks | None
+    """The links to claim, one hop further (None: none, or the page is at ``follow.max_depth``)."""
     dropped: int
     """Links longer than a task takes: dropped and counted, never fatal to the page."""
     beyond_depth: list[str]
@@ -76,24 +124,17 @@ def children(
     rules: Mapping[str, str] | None = None,
     carried: Mapping[str, CarriedData] | None = None,
 ) -> Children:
-    """The page's links as tasks one hop further, unless the page is at ``follow.max_depth``.
+    """The page's links one hop further, unless the page is at ``follow.max_depth``.
 
     ``rules`` names the follow rule of each link a page type's rule found, ``carried`` the data each
     link carries: a task holds both. A link is claimed once, so a page two pages link to keeps the
     data of the claim that won (the first)."""
     unique = list(dict.fromkeys(links))
     if page.depth >= spec.follow.depth_limit:
-        return Children([], 0, unique)
-    parent = parent_id(page.url)
+        return Children(None, 0, unique)
     fit = [link for link in unique if len(link) <= MAX_URL]
-    rules, carried = rules or {}, carried or {}
-    tasks = [
-        UrlTask(
-            url=link, depth=page.depth + 1, origin="link", parent=parent, via=rules.get(link), carry=carried.get(link)
-        )
-        for link in fit
-    ]
-    return Children(tasks, len(unique) - len(fit), [])
+    found = FoundLinks(fit, page.depth + 1, parent_id(page.url), rules or {}, carried or {}) if fit else None
+    return Children(found, len(unique) - len(fit), [])
 
 
 CarriedData = dict[str, str | int | float | bool | None]
@@ -166,40 +207,49 @@ def unknown_beyond_depth(links: Iterable[str], seeds: SeedSet, cache: ClaimCache
     """
     left = 0
     for link in links:
-        h = url_hash(link)
-        if h not in seeds and not cache.known(h):
+        if not cache.known(link) and url_hash(link) not in seeds:
             left += 1
     return left
 
 
 def claim_links(
-    services: Services, run: RunState, spec: CrawlSpec, found: Sequence[UrlTask], seeds: SeedSet, cache: ClaimCache
+    services: Services, run: RunState, spec: CrawlSpec, found: Sequence[FoundLinks], seeds: SeedSet, cache: ClaimCache
 ) -> Claims:
     """Claim and send a batch's links: the ones this call claimed (what ``enqueued`` grows by), and the new
-    ones ``max_pages`` left out."""
-    candidates: dict[str, UrlTask] = {}
-    for task in found:
-        h = url_hash(task.url)
-        if h in candidates or h in seeds or cache.settled(h, task.parent):
-            continue
-        candidates[h] = task
+    ones ``max_pages`` left out.
+
+    A link the cache knows costs a lookup; only the others are hashed (a seed is remembered as one), and only
+    those the run may not hold become tasks."""
+    candidates: dict[str, tuple[str, FoundLinks]] = {}
+    for links in found:
+        parent = links.parent
+        for url in links.urls:
+            if url in candidates or cache.settled(url, parent):
+                continue
+            h = url_hash(url)
+            if h in seeds:
+                cache.remember(url, SEEDED)
+                continue
+            candidates[url] = (h, links)
     if not candidates:
         return Claims()
-    known = services.frontier.entries(run.run_id, list(candidates))
-    resend = [
-        t.model_copy(update={"again": True})
-        for h, t in candidates.items()
-        if h in known and not known[h].done and known[h].parent == t.parent
-    ]
-    fresh = [t for h, t in candidates.items() if h not in known]
+    known = services.frontier.entries(run.run_id, [h for h, _ in candidates.values()])
+    resend: list[UrlTask] = []
+    fresh: list[UrlTask] = []
+    for url, (h, links) in candidates.items():
+        entry = known.get(h)
+        if entry is None:
+            fresh.append(links.task(url))
+        elif not entry.done and entry.parent == links.parent:
+            resend.append(links.task(url).model_copy(update={"again": True}))
     claims = services.frontier.claim(run.run_id, fresh, seeds=run.seeds, max_pages=spec.follow.max_pages)
     won = claims.won
     if won or resend:
         services.queue.send(spec.name, run.run_id, [*won, *resend])
-    claimed = {url_hash(t.url) for t in won}
-    for h, task in candidates.items():
+    claimed = {t.url for t in won}
+    for url, (h, links) in candidates.items():
         entry = known.get(h)
-        owner = entry.parent if entry is not None else (task.parent if h in claimed else None)
+        owner = entry.parent if entry is not None else (links.parent if url in claimed else None)
         if owner is not None:
-            cache.remember(h, owner)
+            cache.remember(url, owner)
     return claims

@@ -32,7 +32,7 @@ from sluice.fetch.outcomes import Failed, Fetched, Validators
 from sluice.messages import UrlTask
 from sluice.observability import logger
 from sluice.pipeline.visit.carried import by_link, keep_carried
-from sluice.pipeline.visit.links import carried_data, children, with_carried
+from sluice.pipeline.visit.links import FoundLinks, carried_data, children, with_carried
 from sluice.spec import CrawlSpec
 
 
@@ -43,7 +43,8 @@ class Visit:
     task: UrlTask
     result: PageResult
     records: list[Record] = field(default_factory=list)
-    links: list[UrlTask] = field(default_factory=list)
+    links: FoundLinks | None = None
+    """The links it found to claim, as plain URLs (a task is made only for a link the run may not hold)."""
     upserts: list[Record] = field(default_factory=list)
     beyond_depth: list[str] = field(default_factory=list)
     """Links of a page at follow.max_depth, not followed: counted, if the run does not know them."""
@@ -180,7 +181,7 @@ def fetched_visit(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: 
     if carry_dropped:
         result = replace(result, carry_dropped=dict(carry_dropped))
         logger.warning("carried fields dropped", extra={"url": task.url, "fields": dict(carry_dropped)})
-    return Visit(task, result, records, found.tasks, upserts, found.beyond_depth)
+    return Visit(task, result, records, found.links, upserts, found.beyond_depth)
 
 
 def extract_again(

@@ -163,7 +163,7 @@ class ChunkWriter:
         results = [part.add(v) for v in visits]
         if part.body:
             services.objects.put(part.key, bytes(part.body), "application/x-ndjson")
-        found = [link for v in visits for link in v.links]
+        found = [v.links for v in visits if v.links]
         claimed = 0
         if found or any(v.beyond_depth for v in visits):
             seeds = self.container.seed_set(services, crawl, run_id)
