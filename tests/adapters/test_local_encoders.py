@@ -52,7 +52,7 @@ RECORDS = [
 def encoders_built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many C encoders ``json`` builds (``json.dumps`` with options and ``JSONEncoder.encode`` build one a call)."""
     built = [0]
-    make = json.encoder.c_make_encoder
+    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
     assert make is not None
 
     def counting(*args: Any) -> Any:

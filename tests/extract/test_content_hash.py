@@ -57,7 +57,7 @@ def test_a_failed_hash_leaves_the_next_one_unchanged() -> None:
 def test_a_record_s_hash_builds_no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
     """``JSONEncoder.encode`` builds a C encoder per call (1.2 of a record's 5 µs): the hash keeps one."""
     built = 0
-    make = json.encoder.c_make_encoder
+    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
     assert make is not None
 
     def counting(*args: Any) -> Any:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from sluice import messages
 from sluice.domain.hosts import host_key
 from sluice.domain.layout import backlog_key
 from sluice.messages import StartEvent, UrlTask
@@ -168,7 +170,7 @@ def test_a_refill_parses_only_the_wave_it_sends(pipeline: Pipeline, monkeypatch:
     lines = raw.decode().splitlines()
     assert len(lines) == 300
     parsed = 0
-    real_parse = backlog.parse_body
+    real_parse = messages.parse_body
 
     def counting(model: Any, body: Any) -> Any:
         nonlocal parsed
@@ -178,7 +180,12 @@ def test_a_refill_parses_only_the_wave_it_sends(pipeline: Pipeline, monkeypatch:
     sent: list[UrlTask] = []
     queue = pipeline.services.queue
     monkeypatch.setattr(backlog, "parse_body", counting)
-    monkeypatch.setattr(queue, "send", lambda crawl, run_id, tasks: sent.extend(tasks) or len(tasks))
+
+    def send(crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
+        sent.extend(tasks)
+        return len(tasks)
+
+    monkeypatch.setattr(queue, "send", send)
     assert send_backlog(pipeline.services, "parsed", run_id, [(wave_name(HOST, 0, 3), True)]) == backlog.Refill(1, 30)
     assert parsed == 30
     assert sent == [UrlTask.model_validate_json(line).model_copy(update={"again": True}) for line in lines[90:120]]
@@ -194,7 +201,12 @@ def test_a_carried_field_named_backlog_does_not_end_a_wave(pipeline: Pipeline, m
     body = "".join(t.model_dump_json() + "\n" for t in (carrying, pointing, last)).encode()
     pipeline.services.objects.put(backlog_key("c", "r", chunk_name(HOST, 0)), body, "application/x-ndjson")
     sent: list[list[UrlTask]] = []
-    monkeypatch.setattr(pipeline.services.queue, "send", lambda crawl, run_id, tasks: sent.append(list(tasks)) or 1)
+
+    def send(crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
+        sent.append(list(tasks))
+        return len(tasks)
+
+    monkeypatch.setattr(pipeline.services.queue, "send", send)
     for wave in (0, 1, 2):
         send_backlog(pipeline.services, "c", "r", [(wave_name(HOST, 0, wave), False)])
     assert sent == [[carrying, pointing], [last]]
