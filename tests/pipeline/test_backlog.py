@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from sluice import messages
 from sluice.domain.hosts import host_key
 from sluice.domain.layout import backlog_key
-from sluice.messages import StartEvent
+from sluice.messages import StartEvent, UrlTask
+from sluice.pipeline.start import backlog
 from sluice.pipeline.start import fanout as start
-from sluice.pipeline.start.backlog import chunk_name, send_backlog
+from sluice.pipeline.start.backlog import chunk_name, send_backlog, wave_name
 from sluice.pipeline.start.fanout import start_run
 from sluice_tools.demosite import RunningDemoSite
 
@@ -155,3 +158,55 @@ def test_a_nightly_run_fed_in_waves_counts_every_page_once(
     assert second["verdict"]["healthy"] is True
     host = host_key(site.base_url)
     assert pipeline.services.objects.get(backlog_key("nightly", second_id, chunk_name(host, 0))) is not None
+
+
+def test_a_refill_parses_only_the_wave_it_sends(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk holds ten waves and a refill sends one: parsing the other nine was 55 of a refill's 65 ms."""
+    pipeline.configure(host_backlog_messages=3)  # waves of 30 URLs, chunks of 300
+    pipeline.spec(seeds_spec("parsed", 500))
+    run_id = pipeline.start("parsed")
+    raw = pipeline.services.objects.get(backlog_key("parsed", run_id, chunk_name(HOST, 0)))
+    assert raw is not None
+    lines = raw.decode().splitlines()
+    assert len(lines) == 300
+    parsed = 0
+    real_parse = messages.parse_body
+
+    def counting(model: Any, body: Any) -> Any:
+        nonlocal parsed
+        parsed += 1
+        return real_parse(model, body)
+
+    sent: list[UrlTask] = []
+    queue = pipeline.services.queue
+    monkeypatch.setattr(backlog, "parse_body", counting)
+
+    def send(crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
+        sent.extend(tasks)
+        return len(tasks)
+
+    monkeypatch.setattr(queue, "send", send)
+    assert send_backlog(pipeline.services, "parsed", run_id, [(wave_name(HOST, 0, 3), True)]) == backlog.Refill(1, 30)
+    assert parsed == 30
+    assert sent == [UrlTask.model_validate_json(line).model_copy(update={"again": True}) for line in lines[90:120]]
+    assert sent[-1].backlog == wave_name(HOST, 0, 4)
+    assert send_backlog(pipeline.services, "parsed", run_id, [(wave_name(HOST, 0, 10), False)]) == backlog.Refill(0, 0)
+
+
+def test_a_carried_field_named_backlog_does_not_end_a_wave(pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wave ends at the task that points at the next: a task carrying a field of that name does not."""
+    carrying = UrlTask(url="http://127.0.0.1:9/a.html", carry={"backlog": f"{chunk_name(HOST, 0)}/01"})
+    pointing = UrlTask(url="http://127.0.0.1:9/b.html", backlog=f"{chunk_name(HOST, 0)}/01")
+    last = UrlTask(url="http://127.0.0.1:9/c.html")
+    body = "".join(t.model_dump_json() + "\n" for t in (carrying, pointing, last)).encode()
+    pipeline.services.objects.put(backlog_key("c", "r", chunk_name(HOST, 0)), body, "application/x-ndjson")
+    sent: list[list[UrlTask]] = []
+
+    def send(crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
+        sent.append(list(tasks))
+        return len(tasks)
+
+    monkeypatch.setattr(pipeline.services.queue, "send", send)
+    for wave in (0, 1, 2):
+        send_backlog(pipeline.services, "c", "r", [(wave_name(HOST, 0, wave), False)])
+    assert sent == [[carrying, pointing], [last]]

@@ -8,7 +8,7 @@ the per-page path writes to a table.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,20 +53,58 @@ def url_number(hash_hex: str) -> int:
     return int(hash_hex[:16], 16)
 
 
+_BLAKE2B = hashlib.blake2b(digest_size=DIGEST_BYTES)
+"""A hasher set up for :func:`digest`, never fed: each digest starts from a copy (1.6 µs a digest; building one
+from its parameters each time, 2.5)."""
+
+
 def digest(text: str) -> bytes:
     """An 8-byte digest: enough to tell a page's records apart, never trusted to dedupe alone."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
+    hasher = _BLAKE2B.copy()
+    hasher.update(text.encode("utf-8", "surrogatepass"))
+    return hasher.digest()
+
+
+def record_digest(key: str, content: str) -> bytes:
+    """One record's :data:`RECORD_DIGEST_BYTES`: its key's digest, then its content hash's."""
+    of_key = _BLAKE2B.copy()
+    of_key.update(key.encode("utf-8", "surrogatepass"))
+    of_content = _BLAKE2B.copy()
+    of_content.update(content.encode("utf-8", "surrogatepass"))
+    return of_key.digest() + of_content.digest()
 
 
 def record_digests(pairs: Iterable[tuple[str, str]]) -> bytes:
     """``(key, content_hash)`` pairs packed as :data:`RECORD_DIGEST_BYTES` each."""
-    return b"".join(digest(key) + digest(content) for key, content in pairs)
+    return b"".join(record_digest(key, content) for key, content in pairs)
 
 
 def unpack_digests(packed: bytes) -> dict[bytes, bytes]:
     """Key digest to content digest, as :func:`record_digests` packed them."""
     size = RECORD_DIGEST_BYTES
     return {packed[i : i + DIGEST_BYTES]: packed[i + DIGEST_BYTES : i + size] for i in range(0, len(packed), size)}
+
+
+def classify_digests(digests: Sequence[bytes], prior: bytes) -> tuple[int, int, list[int]]:
+    """A page's records, each as :func:`record_digest` gives it, against the digests the catalog run packed of the
+    page (``prior``): how many are new, how many changed, and the positions of both, in order.
+
+    A page the catalog run had no digests of (a first crawl, a page new to it) is all new, and nothing is looked up.
+    """
+    if not prior:
+        return len(digests), 0, list(range(len(digests)))
+    before = unpack_digests(prior)
+    new = changed = 0
+    positions: list[int] = []
+    for position, both in enumerate(digests):
+        old = before.get(both[:DIGEST_BYTES])
+        if old is None:
+            new += 1
+            positions.append(position)
+        elif old != both[DIGEST_BYTES:]:
+            changed += 1
+            positions.append(position)
+    return new, changed, positions
 
 
 @dataclass(frozen=True, slots=True)

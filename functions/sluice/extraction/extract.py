@@ -17,6 +17,7 @@ from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor, StepFn
 from sluice.extraction.structured import PageData, StructuredPath
 from sluice.extraction.urls import LinkJudge, Scope, canonicalize_url, resolve_link
+from sluice.jsontext import json_text
 from sluice.spec import CrawlSpec, Extract, ExtractField
 from sluice.spec.selectors import FieldSelector
 
@@ -32,8 +33,9 @@ _CHECK_EVERY = 16
 
 
 # ``json.dumps`` with options builds an encoder per call (~10 µs of a record's ~15); these are built once,
-# and write exactly what ``json.dumps`` with the same options writes.
-_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+# and write exactly what ``json.dumps`` with the same options writes. The canonical one keeps its C encoder too
+# (a ``JSONEncoder``'s ``encode`` builds one per call: 1.2 of a record's 5 µs).
+_CANONICAL_JSON = json_text(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 _LINE_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
@@ -42,7 +44,7 @@ def content_hash(data: Mapping[str, Any]) -> str:
 
     Stored with every record and compared across runs (new, changed, unchanged): its value never changes.
     """
-    canonical = _CANONICAL_JSON.encode(data)
+    canonical = _CANONICAL_JSON(data)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 

@@ -20,11 +20,14 @@ from sluice.adapters.local.store import Database
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.domain.runs import Progress, claim_room
 from sluice.domain.shards import Shard
+from sluice.jsontext import json_text
 from sluice.messages import UrlTask
 from sluice.ports import Claims
 
 _PAGE = 1_000
 """Rows per read while scanning: the lock is released between pages, so workers keep going."""
+_COMPACT_JSON = json_text(separators=(",", ":"))
+"""``json.dumps(value, separators=(",", ":"))``, its encoder built once (``json.dumps`` builds one a call)."""
 
 
 @local_errors
@@ -180,13 +183,13 @@ def _dump(result: PageResult) -> str:
     plain = codec.result_plain(result)
     if codec.DIGESTS in plain:
         plain[codec.DIGESTS] = base64.b64encode(plain[codec.DIGESTS]).decode()
-    return json.dumps(plain, separators=(",", ":"))
+    return _COMPACT_JSON(plain)
 
 
 def _link(task: UrlTask) -> str | None:
     """What a claim keeps of its link besides the URL: the follow rule and the carried fields, if any."""
     link = codec.link_plain(task)
-    return json.dumps(link, separators=(",", ":")) if link else None
+    return _COMPACT_JSON(link) if link else None
 
 
 def _entry(row: tuple[Any, ...]) -> UrlEntry:

@@ -4,12 +4,16 @@ The stored key is the record's key within its type (the key itself for a one-typ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.extraction.extract import Record, record_identity
+from sluice.jsontext import json_text
+
+_DATA_JSON = json_text(ensure_ascii=False, sort_keys=True)
+"""``json.dumps(data, ensure_ascii=False, sort_keys=True)``, its encoder built once (``json.dumps`` builds one
+a call)."""
 
 
 @local_errors
@@ -29,7 +33,7 @@ class SqliteRecords:
                         crawl,
                         r.identity,
                         r.content_hash,
-                        json.dumps(r.data, ensure_ascii=False, sort_keys=True),
+                        _DATA_JSON(r.data),
                         run_id,
                         r.page_url,
                     )

@@ -26,10 +26,12 @@ time), so a continuation or a retried start rewrites them byte for byte, up to `
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sluice.domain.hosts import host_key
 from sluice.domain.layout import backlog_cursor_key, backlog_key
@@ -226,23 +228,24 @@ class Refill:
 def send_backlog(services: Services, crawl: str, run_id: str, pointers: Sequence[tuple[str, bool]]) -> Refill:
     """Send the backlog waves ``(wave, again)`` name, each in the order it was written; a wave whose chunk is
     absent is the end of its host's backlog. ``again`` (a redelivered message, a re-sent task) marks the wave's
-    tasks as maybe done. Raises what the store or queue raise: the caller's message is then redelivered."""
+    tasks as maybe done. Raises what the store or queue raise: the caller's message is then redelivered.
+
+    Only the tasks of the waves sent are parsed (a chunk holds ten waves, and a refill sends one): the waves'
+    bounds are found from the lines that can hold a pointer. A malformed line is refused when its wave is sent."""
     waves: dict[str, bool] = {}
     for wave, again in pointers:
         waves[wave] = waves.get(wave, False) or again
-    chunks: dict[str, list[list[UrlTask]] | None] = {}
+    chunks: dict[str, _Chunk | None] = {}
     sent = Refill(0, 0)
     for wave, again in waves.items():
         chunk, _, number = wave.rpartition("/")
         if chunk not in chunks:
             raw = services.objects.get(backlog_key(crawl, run_id, chunk))
-            chunks[chunk] = (
-                None if raw is None else _waves([_task(line, chunk) for line in raw.decode().splitlines() if line])
-            )
+            chunks[chunk] = None if raw is None else _Chunk(chunk, [line for line in raw.decode().splitlines() if line])
         found = chunks[chunk]
-        if found is None or int(number) >= len(found):
+        tasks = found.wave(int(number)) if found is not None else None
+        if tasks is None:
             continue
-        tasks = found[int(number)]
         if again:
             tasks = [t.model_copy(update={"again": True}) for t in tasks]
         for send in in_order(tasks, len(tasks)):
@@ -251,18 +254,54 @@ def send_backlog(services: Services, crawl: str, run_id: str, pointers: Sequence
     return sent
 
 
-def _waves(tasks: list[UrlTask]) -> list[list[UrlTask]]:
-    """A chunk's waves: each ends with the task that points at the next (the last wave may point nowhere)."""
-    waves: list[list[UrlTask]] = [[]]
-    for task in tasks:
-        waves[-1].append(task)
-        if task.backlog is not None:
-            waves.append([])
-    return [w for w in waves if w]
+_POINTER_FIELD = '"backlog"'
+"""Every line whose task points at a wave holds this (and few others do: a carried field of that name)."""
 
 
-def _task(line: str, chunk: str) -> UrlTask:
-    try:
-        return parse_body(UrlTask, line)
-    except MalformedMessage as exc:
-        raise MalformedMessage(f"backlog chunk {chunk}: {exc}") from exc
+class _Chunk:
+    """A chunk's lines, parsed a wave at a time: each wave ends with the task that points at the next (the last
+    wave may point nowhere)."""
+
+    def __init__(self, name: str, lines: list[str]) -> None:
+        self._name = name
+        self._lines = lines
+        self._decoded: dict[int, dict[str, Any]] = {}
+        """The lines that may point, decoded to find the waves' bounds (and parsed from that when sent)."""
+        self._bounds: list[tuple[int, int]] | None = None
+
+    def wave(self, number: int) -> list[UrlTask] | None:
+        """The tasks of wave ``number``; None past the chunk's last wave."""
+        bounds = self._waves()
+        if number >= len(bounds):
+            return None
+        start, stop = bounds[number]
+        return [self._task(n) for n in range(start, stop)]
+
+    def _waves(self) -> list[tuple[int, int]]:
+        if self._bounds is None:
+            starts = [0]
+            for n, line in enumerate(self._lines):
+                if _POINTER_FIELD in line and self._decode(n).get("backlog") is not None:
+                    starts.append(n + 1)
+            starts.append(len(self._lines))
+            self._bounds = [(a, b) for a, b in itertools.pairwise(starts) if a < b]
+        return self._bounds
+
+    def _decode(self, n: int) -> dict[str, Any]:
+        found = self._decoded.get(n)
+        if found is None:
+            try:
+                decoded = json.loads(self._lines[n])
+            except json.JSONDecodeError as exc:
+                raise MalformedMessage(f"backlog chunk {self._name}: body is not JSON: {exc}") from exc
+            if not isinstance(decoded, dict):
+                raise MalformedMessage(f"backlog chunk {self._name}: a line is a JSON {type(decoded).__name__}")
+            found = self._decoded[n] = decoded
+        return found
+
+    def _task(self, n: int) -> UrlTask:
+        body: str | dict[str, Any] = self._decoded.get(n) or self._lines[n]
+        try:
+            return parse_body(UrlTask, body)
+        except MalformedMessage as exc:
+            raise MalformedMessage(f"backlog chunk {self._name}: {exc}") from exc
