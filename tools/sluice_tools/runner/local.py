@@ -283,7 +283,8 @@ class _Drain:
     ) -> None:
         self.fleet, self.spec, self.run_id, self.store, self.services = fleet, spec, run_id, store, services
         self.requests, self.progress = requests, progress
-        self.batches = Batches(run_id, store.queue, services, fleet.batch_messages)
+        self.batches = Batches(run_id, store.queue, services, fleet.batch_messages, stop_look=None)
+        """This loop's workers: the drain's end stops them (``Batches.stop``), idle ones at once."""
         self.pool: WorkerProcesses | None = None
 
     async def run(self, pool: WorkerProcesses | None = None) -> None:
@@ -296,6 +297,7 @@ class _Drain:
             await self._watch(stop)
         finally:
             stop.set()
+            self.batches.stop()
             await asyncio.gather(*workers, return_exceptions=True)
             for container in containers:
                 await container.aclose()
