@@ -311,11 +311,13 @@ class _Drain:
             if self.progress is not None and time.monotonic() - shown >= PROGRESS_EVERY_S:
                 self._show()
                 shown = time.monotonic()
-            if self.requests and await self._finalize(force=False):
+            # A batch asked for it: settled if nothing is in flight now (then nothing can be, till this loop revives).
+            if self.requests and await self._finalize(force=False, settled=self._quiet()):
                 break
             # Nothing left to receive: drained; or links wait that nobody sent (send them again);
             # or URLs went to the dead-letter queue (finalize as it stands).
-            if self._quiet() and (await self._finalize(force=False) or await self._revive_or_close()):
+            # Quiet is settled (no page in flight, no retry pending, no batch held): one scan counts the run.
+            if self._quiet() and (await self._finalize(force=False, settled=True) or await self._revive_or_close()):
                 break
             await asyncio.sleep(0.05)
         else:
@@ -334,12 +336,14 @@ class _Drain:
         depth = self.store.queue.depth(self.run_id)
         return depth.visible + depth.in_flight == 0 and self.batches.busy == 0
 
-    async def _finalize(self, *, force: bool) -> bool:
+    async def _finalize(self, *, force: bool, settled: bool = False) -> bool:
         self.requests.clear()
         run = self.store.ledger.get_run(self.spec.name, self.run_id)
         if run is None or run.status == "finished":
             return True
-        finalized = await asyncio.to_thread(finalize_run, self.spec.name, self.run_id, self.services, force=force)
+        finalized = await asyncio.to_thread(
+            finalize_run, self.spec.name, self.run_id, self.services, force=force, settled=settled
+        )
         return finalized is not None
 
     def _show(self) -> None:
