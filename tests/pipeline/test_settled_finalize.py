@@ -150,13 +150,14 @@ def test_a_settled_attempt_still_waits_for_a_run_that_is_not_drained(tmp_path: P
         store.close()
 
 
+@pytest.mark.parametrize("spread", [1, 2], ids=["one-process", "two-processes"])
 def test_sluice_run_finalizes_its_quiet_run_settled(
-    tmp_path: Path, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch, spread: int
 ) -> None:
     """``sluice run`` finalizes when its queue is empty and its workers idle: one scan of the run's URLs.
 
-    On worker processes, so that only the parent's watch finalizes (on one process a batch's own request to
-    finalize can come while its messages are still in flight: that finalize is not settled, and scans twice)."""
+    On one process too, where the last batch asks to finalize while it still holds its messages: the request
+    waits for the run to be quiet (taken at once, it was finalized unsettled, scanned twice)."""
     scans: list[str] = []
     real = SqliteFrontier.scan
 
@@ -170,6 +171,8 @@ def test_sluice_run_finalizes_its_quiet_run_settled(
         crawls = tmp_path / "crawls"
         crawls.mkdir()
         (crawls / "quiet.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
-        run = LocalFleet(crawls, tmp_path / "state", workers=2, processes=2, allow_loopback=True).run(parse_spec(data))
+        run = LocalFleet(crawls, tmp_path / "state", workers=2, processes=spread, allow_loopback=True).run(
+            parse_spec(data)
+        )
     assert run.summary.pages.fetched == 5
     assert scans.count(run.run_id) == 1  # one shard, scanned once (twice before: the keys phase scanned again)

@@ -311,12 +311,11 @@ class _Drain:
             if self.progress is not None and time.monotonic() - shown >= PROGRESS_EVERY_S:
                 self._show()
                 shown = time.monotonic()
-            # A batch asked for it: settled if nothing is in flight now (then nothing can be, till this loop revives).
-            if self.requests and await self._finalize(force=False, settled=self._quiet()):
-                break
             # Nothing left to receive: drained; or links wait that nobody sent (send them again);
             # or URLs went to the dead-letter queue (finalize as it stands).
             # Quiet is settled (no page in flight, no retry pending, no batch held): one scan counts the run.
+            # A batch's request to finalize (``requests``) waits for it too: the batch still holds its messages
+            # when it asks, and a run finalized with messages in flight is scanned twice to prove nothing moved.
             if self._quiet() and (await self._finalize(force=False, settled=True) or await self._revive_or_close()):
                 break
             await asyncio.sleep(0.05)
