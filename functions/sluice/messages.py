@@ -233,6 +233,7 @@ class ShardTask(_Message):
     force: bool = False
     stopped: Annotated[str, Field(max_length=1000)] | None = None
     swept: bool = False
+    settled: bool = False
 
     @field_validator("count")
     @classmethod

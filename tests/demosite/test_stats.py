@@ -98,3 +98,22 @@ def test_bytes_on_the_wire_and_connections_are_counted_both_ways(site: RunningDe
     assert (site.stats.bytes_received, site.stats.connections) == (len(request), 1)
     site.stats.reset()
     assert (site.stats.bytes_received, site.stats.bytes_sent, site.stats.connections) == (0, 0, 0)
+
+
+def test_the_first_request_and_the_last_answer_bound_the_crawl_as_the_site_saw_it(
+    site: RunningDemoSite, client: httpx.Client
+) -> None:
+    """``bench.many_hosts`` reads the crawl's own seconds from these, beside the whole command's."""
+    assert (site.stats.first_begun, site.stats.last_ended) == (None, None)
+    client.get("/catalogue/page-1.html")
+    assert _wait_for(lambda: site.stats.in_flight == 0)  # counted out just after its answer is handed over
+    first, after_one = site.stats.first_begun, site.stats.last_ended
+    client.get("/catalogue/page-2.html")
+    assert _wait_for(lambda: site.stats.in_flight == 0)
+    snapshot = site.stats.snapshot(with_log=False)
+    assert first is not None
+    assert after_one is not None
+    assert snapshot["first_begun"] == first  # the first request's, not the latest's
+    assert first <= after_one <= snapshot["last_ended"]
+    site.stats.reset()
+    assert (site.stats.first_begun, site.stats.last_ended) == (None, None)

@@ -56,6 +56,10 @@ class DemoStats:
         """Bytes written to them: heads and bodies as sent (compressed, chunked)."""
         self.connections = 0
         """Connections opened (keep-alive reuses one for many requests)."""
+        self.first_begun: float | None = None
+        """When the first request's head was parsed (time.monotonic() of the site's process)."""
+        self.last_ended: float | None = None
+        """When the last answer was handed to the socket: from the first, the crawl's time as the site saw it."""
 
     def transferred(self, received: int, sent: int, *, connection: bool = False) -> None:
         """Count bytes on the wire, both ways (and a connection opened)."""
@@ -85,6 +89,8 @@ class DemoStats:
                 self.min_gap_ms_by_host[host] = min(gap, self.min_gap_ms_by_host.get(host, gap))
             self._last_start[host] = at
             self._begun[self._seq] = (at, now)
+            if self.first_begun is None:
+                self.first_begun = at
             return self._seq
 
     def in_flight_of(self, host: str) -> int:
@@ -110,7 +116,9 @@ class DemoStats:
             at,
             concurrent,
         )
+        ended = time.monotonic()
         with self._lock:
+            self.last_ended = ended
             self.in_flight -= 1
             self.in_flight_by_host[row[4]] -= 1
             # Plain tuples of atomic values: a long log costs the garbage collector nothing.
@@ -130,6 +138,7 @@ class DemoStats:
             self.bytes_received = 0
             self.bytes_sent = 0
             self.connections = 0
+            self.first_begun = self.last_ended = None
 
     def count(self, path: str) -> int:
         """Requests seen for `path` (no query string) since the last reset."""
@@ -156,6 +165,8 @@ class DemoStats:
                 "bytes_received": self.bytes_received,
                 "bytes_sent": self.bytes_sent,
                 "connections": self.connections,
+                "first_begun": self.first_begun,
+                "last_ended": self.last_ended,
             }
         if with_log:
             data["log"] = [asdict(r) for r in self.records()]

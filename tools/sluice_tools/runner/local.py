@@ -283,7 +283,8 @@ class _Drain:
     ) -> None:
         self.fleet, self.spec, self.run_id, self.store, self.services = fleet, spec, run_id, store, services
         self.requests, self.progress = requests, progress
-        self.batches = Batches(run_id, store.queue, services, fleet.batch_messages)
+        self.batches = Batches(run_id, store.queue, services, fleet.batch_messages, stop_look=None)
+        """This loop's workers: the drain's end stops them (``Batches.stop``), idle ones at once."""
         self.pool: WorkerProcesses | None = None
 
     async def run(self, pool: WorkerProcesses | None = None) -> None:
@@ -296,6 +297,7 @@ class _Drain:
             await self._watch(stop)
         finally:
             stop.set()
+            self.batches.stop()
             await asyncio.gather(*workers, return_exceptions=True)
             for container in containers:
                 await container.aclose()
@@ -309,11 +311,12 @@ class _Drain:
             if self.progress is not None and time.monotonic() - shown >= PROGRESS_EVERY_S:
                 self._show()
                 shown = time.monotonic()
-            if self.requests and await self._finalize(force=False):
-                break
             # Nothing left to receive: drained; or links wait that nobody sent (send them again);
             # or URLs went to the dead-letter queue (finalize as it stands).
-            if self._quiet() and (await self._finalize(force=False) or await self._revive_or_close()):
+            # Quiet is settled (no page in flight, no retry pending, no batch held): one scan counts the run.
+            # A batch's request to finalize (``requests``) waits for it too: the batch still holds its messages
+            # when it asks, and a run finalized with messages in flight is scanned twice to prove nothing moved.
+            if self._quiet() and (await self._finalize(force=False, settled=True) or await self._revive_or_close()):
                 break
             await asyncio.sleep(0.05)
         else:
@@ -332,12 +335,14 @@ class _Drain:
         depth = self.store.queue.depth(self.run_id)
         return depth.visible + depth.in_flight == 0 and self.batches.busy == 0
 
-    async def _finalize(self, *, force: bool) -> bool:
+    async def _finalize(self, *, force: bool, settled: bool = False) -> bool:
         self.requests.clear()
         run = self.store.ledger.get_run(self.spec.name, self.run_id)
         if run is None or run.status == "finished":
             return True
-        finalized = await asyncio.to_thread(finalize_run, self.spec.name, self.run_id, self.services, force=force)
+        finalized = await asyncio.to_thread(
+            finalize_run, self.spec.name, self.run_id, self.services, force=force, settled=settled
+        )
         return finalized is not None
 
     def _show(self) -> None:

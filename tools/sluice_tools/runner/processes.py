@@ -44,6 +44,11 @@ IDLE_WAIT_S = 0.02
 IDLE_WAIT_MAX_S = 0.32
 """An idle worker asks the queue again after 20 ms, doubling up to this while it finds nothing (or at once
 when a worker of its process ends a batch: the host that batch held is free, its links are queued)."""
+STOP_LOOK_S = 0.02
+"""How often an idle worker looks whether its run stopped, where nothing wakes it when it does
+(:meth:`Batches.stop` not wired: the stop is only a flag to read). The run's own stop wakes idle workers
+at once, in this process and in worker processes alike (a pipe the parent closes), so an idle worker's
+backoff (up to :data:`IDLE_WAIT_MAX_S`) no longer delays the end of every run."""
 PR_SET_PDEATHSIG = 1
 STOP_WAIT_S = 30.0
 """How long the parent waits for its workers to see the stop and close their pools before it kills them."""
@@ -65,15 +70,23 @@ class Batches:
     """Messages a worker receives at once."""
     busy: int = field(default=0)
     """Batches being visited in this process now."""
+    stop_look: float | None = STOP_LOOK_S
+    """An idle worker looks at ``stopped`` this often; None where :meth:`stop` wakes it (the run's own stop)."""
     _ended: asyncio.Event | None = field(default=None, init=False, repr=False)
-    """Set (and replaced) when a batch of this process ends: wakes its idle workers."""
+    """Set (and replaced) when a batch of this process ends or the run stops: wakes its idle workers."""
+    _stopping: bool = field(default=False, init=False, repr=False)
+
+    def stop(self) -> None:
+        """Stop every worker of this process: an idle one at once, a busy one when its batch ends."""
+        self._stopping = True
+        self._wake()
 
     async def work(self, container: Container, stopped: Callable[[], bool]) -> None:
         idle = IDLE_WAIT_S
-        while not stopped():
+        while not (self._stopping or stopped()):
             received = await asyncio.to_thread(self.queue.receive, self.run_id, self.batch_size, VISIBILITY_S)
             if not received:
-                await self._idle(idle)
+                await self._idle(idle, stopped)
                 idle = min(2 * idle, IDLE_WAIT_MAX_S)
                 continue
             idle = IDLE_WAIT_S
@@ -86,12 +99,20 @@ class Batches:
                 self.busy -= 1
                 self._wake()
 
-    async def _idle(self, seconds: float) -> None:
-        """Wait ``seconds``, or less if a batch of this process ends meanwhile."""
-        if self._ended is None:
-            self._ended = asyncio.Event()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ended.wait(), seconds)
+    async def _idle(self, seconds: float, stopped: Callable[[], bool]) -> None:
+        """Wait ``seconds``, or less if a batch of this process ends or the run stops meanwhile."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while not (self._stopping or stopped()):
+            left = end - loop.time()
+            if left <= 0:
+                return
+            if self._ended is None:
+                self._ended = asyncio.Event()
+            look = left if self.stop_look is None else min(left, self.stop_look)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended.wait(), look)
+                return
 
     def _wake(self) -> None:
         ended, self._ended = self._ended, None
@@ -127,15 +148,25 @@ class WorkerProcesses:
     def __init__(self, plan: WorkerPlan, shares: list[int]) -> None:
         context = multiprocessing.get_context("fork")
         self._stop: Event = context.Event()
+        # The wake: each worker watches the read end on its loop; the parent writing to (and closing) its end,
+        # or dying, makes it readable in every worker at once.
+        wake, self._wake_fd = os.pipe()
         parent = os.getpid()
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # nothing buffered is written twice, once by each process
         self._processes: list[BaseProcess] = [
-            context.Process(target=_worker_main, args=(plan, n, self._stop, parent), name=f"sluice-worker-{i}")
+            context.Process(
+                target=_worker_main,
+                args=(plan, n, self._stop, parent, (wake, self._wake_fd)),
+                name=f"sluice-worker-{i}",
+            )
             for i, n in enumerate(shares)
         ]
-        for process in self._processes:
-            process.start()
+        try:
+            for process in self._processes:
+                process.start()
+        finally:
+            os.close(wake)
 
     def check(self) -> None:
         """Raise :class:`WorkerDied` if a worker ended while the run goes on."""
@@ -149,6 +180,11 @@ class WorkerProcesses:
     def stop(self) -> None:
         """Ask every worker to finish its batch and close; kill those still there after :data:`STOP_WAIT_S`."""
         self._stop.set()
+        if self._wake_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_fd, b"x")
+            os.close(self._wake_fd)
+            self._wake_fd = -1
         for process in self._processes:
             process.join(STOP_WAIT_S)
             if process.is_alive():
@@ -164,8 +200,9 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _worker_main(plan: WorkerPlan, workers: int, stop: Event, parent: int) -> None:
+def _worker_main(plan: WorkerPlan, workers: int, stop: Event, parent: int, wake: tuple[int, int]) -> None:
     _die_with(parent)
+    os.close(wake[1])  # the parent's end: held here too, a closed parent would never show as the wake
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the workers
     with plan.logs.open("a", encoding="utf-8", buffering=1) as sink:
         # One line at a time into the run's log (O_APPEND), so no line is cut by another process's.
@@ -173,9 +210,10 @@ def _worker_main(plan: WorkerPlan, workers: int, stop: Event, parent: int) -> No
         store = plan.open_store()
         try:
             batches = plan.batches(store)
-            asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent))
+            asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent, wake[0]))
         finally:
             store.close()
+            os.close(wake[0])
 
 
 def _log_to(sink: TextIO) -> None:
@@ -185,10 +223,28 @@ def _log_to(sink: TextIO) -> None:
     sys.stdout = sink
 
 
-async def _serve(plan: WorkerPlan, batches: Batches, workers: int, stopped: Callable[[], bool]) -> None:
+async def _serve(plan: WorkerPlan, batches: Batches, workers: int, stopped: Callable[[], bool], wake: int) -> None:
+    loop = asyncio.get_running_loop()
+    batches.stop_look = None if _watch(loop, wake, batches.stop) else STOP_LOOK_S
     containers = [Container(plan.allow_loopback) for _ in range(workers)]
     try:
         await asyncio.gather(*(batches.work(c, stopped) for c in containers))
     finally:
+        with contextlib.suppress(OSError, NotImplementedError, ValueError):
+            loop.remove_reader(wake)
         for container in containers:
             await container.aclose()
+
+
+def _watch(loop: asyncio.AbstractEventLoop, wake: int, stop: Callable[[], None]) -> bool:
+    """Call ``stop`` once when ``wake`` becomes readable; False if this loop cannot watch it (the workers then look)."""
+
+    def woken() -> None:
+        loop.remove_reader(wake)  # it stays readable: called once, not at every turn of the loop
+        stop()
+
+    try:
+        loop.add_reader(wake, woken)
+    except (OSError, NotImplementedError, ValueError):
+        return False
+    return True

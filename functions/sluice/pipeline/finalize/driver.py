@@ -5,7 +5,8 @@ finalize shards (ranges of the URL-hash keyspace, ``sluice.domain.shards``), eac
 run on a thread pool here, or as queued tasks on AWS (``Services.finalize_shards``), with the same
 code (``sluice.pipeline.finalize.shards``). An attempt has three phases: **scan** (the run's first
 scan, every shard's counts, plan and key digests), **keys** (per key section, the keys two shards
-share and the records gone; and the run's second scan), **write** (each shard's records files), then
+share and the records gone; and the run's second scan, left out when the caller knows the run
+settled: ``Attempt.settled``), **write** (each shard's records files), then
 the **combine** (``sluice.pipeline.finalize.combine``): index, manifest, summary
 (``finalize_summary``), metrics (``run_metrics``), lock. This module drives the phases in order;
 a stalled run's waiting links are sent again by ``sluice.pipeline.finalize.revive``.
@@ -68,11 +69,14 @@ def finalize_run(
     force: bool = False,
     stopped: str | None = None,
     swept: bool = False,
+    settled: bool = False,
 ) -> Finalized | None:
     """Finalize a run if it is drained (or overdue, or ``force``); None if it is not time yet, already done,
     or handed to queued shard tasks (the task that completes the last phase finishes the run).
 
     ``stopped`` says why a forced run ended early; the summary carries it. ``swept``: the sweep asks.
+    ``settled``: the caller knows nothing can add to the run meanwhile (no page in flight, no retry pending:
+    the local runner with its queue empty), so one scan counts it (``Attempt.settled``).
     """
     run = services.ledger.get_run(crawl, run_id)
     if run is None or run.status == "finished":
@@ -97,10 +101,12 @@ def finalize_run(
         return _begin(services, run, force=True, stopped=stopped, swept=swept)
     if run.seeding:
         return None
-    return _begin(services, run, force=False, stopped=stopped, swept=swept)
+    return _begin(services, run, force=False, stopped=stopped, swept=swept, settled=settled)
 
 
-def _begin(services: Services, run: RunState, *, force: bool, stopped: str | None, swept: bool) -> Finalized | None:
+def _begin(
+    services: Services, run: RunState, *, force: bool, stopped: str | None, swept: bool, settled: bool = False
+) -> Finalized | None:
     """Start a finalizing attempt: its shard count from the run's size, then its first phase."""
     pages = run.seeds + services.frontier.progress(run.run_id).claimed
     tuning = services.tuning
@@ -111,7 +117,7 @@ def _begin(services: Services, run: RunState, *, force: bool, stopped: str | Non
             return None
         return fail_run(services, run, str(exc))
     attempt = Attempt(
-        run.crawl, run.run_id, f"{int(services.clock())}-{uuid.uuid4().hex[:6]}", count, force, stopped, swept
+        run.crawl, run.run_id, f"{int(services.clock())}-{uuid.uuid4().hex[:6]}", count, force, stopped, swept, settled
     )
     if force:
         _record_attempt(services, run, attempt.attempt)
@@ -234,11 +240,14 @@ def _following(services: Services, attempt: Attempt, phase: str) -> str | None:
     if phase == KEYS:
         if attempt.force:
             return WRITE
-        first = sum(int(r["entries"]) for r in results(services.objects, attempt, SCAN))
-        second = sum(int(r["entries"]) for r in results(services.objects, attempt, KEYS))
-        if first != second:
-            logger.info("run still moving: finalizing later", extra={"crawl": attempt.crawl, "run_id": attempt.run_id})
-            return None
+        if not attempt.settled:
+            first = sum(int(r["entries"]) for r in results(services.objects, attempt, SCAN))
+            second = sum(int(r["entries"]) for r in results(services.objects, attempt, KEYS))
+            if first != second:
+                logger.info(
+                    "run still moving: finalizing later", extra={"crawl": attempt.crawl, "run_id": attempt.run_id}
+                )
+                return None
         if not services.ledger.begin_finalizing(attempt.crawl, attempt.run_id):
             return None
         run = services.ledger.get_run(attempt.crawl, attempt.run_id)

@@ -13,7 +13,8 @@ follow read exactly one result per shard.
 2. **keys** (key section ``k``): every shard's digests of section ``k``: which keys two groups
    hold (the group with the first copy keeps it, the others are told to drop it), and how many
    catalog records this run lacks. It also counts URL shard ``k`` again (the run's second scan:
-   an unchanged count proves nothing moved). Writes ``keys-K.json`` and ``keys-K.bin``.
+   an unchanged count proves nothing moved), unless the attempt is ``settled``. Writes
+   ``keys-K.json`` and ``keys-K.bin``.
 3. **write** (write group ``g``): the group's records files and page-index rows, from its plan
    (one section of every scan object) less the keys it drops. Writes ``write-G.json`` and
    ``write-G.index``.
@@ -84,6 +85,10 @@ class Attempt:
     stopped: str | None = None
     swept: bool = False
     """Asked for by the sweep: a run counted the same as last time is stalled, and its waiting links are sent again."""
+    settled: bool = False
+    """Asked for by a caller that knows nothing can add to the run while it is finalized (the local runner, its
+    queue empty and every worker idle: no page in flight, no retry pending): the run is scanned once, the keys
+    phase's second scan (there to catch a page counted mid-scan) left out."""
 
     def as_plain(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,6 +103,7 @@ class Attempt:
             force=bool(plain.get("force", False)),
             stopped=plain.get("stopped"),
             swept=bool(plain.get("swept", False)),
+            settled=bool(plain.get("settled", False)),
         )
 
     def key(self, phase: str, shard: int, suffix: str) -> str:
@@ -243,9 +249,10 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
                     drops[group].append(digest)
     previous, gone = churn.counts(before, after)
     entries = done = 0
-    for entry in services.frontier.scan(run.run_id, shard=section):  # the run's second scan, of URL shard k
-        entries += 1
-        done += entry.result is not None
+    if not attempt.settled:
+        for entry in services.frontier.scan(run.run_id, shard=section):  # the run's second scan, of URL shard k
+            entries += 1
+            done += entry.result is not None
     sections = [b"".join(_DIGEST.pack(d) for d in sorted(set(ds))) for ds in drops]
     services.objects.put(attempt.key(KEYS, section.index, "bin"), _sectioned(_KEYS_MAGIC, sections), _BINARY)
     result = {
