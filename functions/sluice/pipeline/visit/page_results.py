@@ -14,15 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from sluice.domain.pages import (
-    DIGEST_BYTES,
     MAX_DIGESTS,
     MAX_REASON,
     PageResult,
     PartBlock,
     Prior,
     RecordCounts,
-    digest,
-    unpack_digests,
+    classify_digests,
+    record_digest,
 )
 from sluice.domain.recrawl import Schedule
 from sluice.extraction.charset import parser_input
@@ -151,7 +150,7 @@ def fetched_visit(spec: CrawlSpec, task: UrlTask, prior: Prior | None, outcome: 
     except PageTooComplex as exc:  # refused before parsing: failed for good, with the reason
         return Visit(task, failed_result(task, Failed(task.url, str(exc), False, outcome.status, None, 1), prior))
     records = unique_records(with_carried(extraction.records, task.carry))
-    digests = [digest(r.identity) + digest(r.content_hash) for r in records]  # each record's, worked out once
+    digests = [record_digest(r.identity, r.content_hash) for r in records]  # each record's, worked out once
     packed = b"".join(digests) if len(records) <= MAX_DIGESTS else b""
     counts, upserts = classify_records(records, prior, digests)
     result = PageResult(
@@ -219,19 +218,10 @@ def classify_records(
 
     ``digests`` are the records' own, as :func:`~sluice.domain.pages.record_digests` packs each (key digest,
     then content digest), when the caller has them already."""
-    before = unpack_digests(prior.digests) if prior is not None else {}
     if digests is None:
-        digests = [digest(r.identity) + digest(r.content_hash) for r in records]
-    new = changed = 0
-    upserts: list[Record] = []
-    for record, both in zip(records, digests, strict=True):
-        old = before.get(both[:DIGEST_BYTES])
-        if old is None:
-            new += 1
-            upserts.append(record)
-        elif old != both[DIGEST_BYTES:]:
-            changed += 1
-            upserts.append(record)
+        digests = [record_digest(r.identity, r.content_hash) for r in records]
+    new, changed, positions = classify_digests(digests, prior.digests if prior is not None else b"")
+    upserts = [records[i] for i in positions]
     return RecordCounts(new, changed, len(records) - new - changed), upserts
 
 
