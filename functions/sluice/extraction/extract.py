@@ -12,6 +12,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from sluice.domain.pages import MAX_URL
+from sluice.extraction.heap import tune_heap
 from sluice.extraction.limits import charge, check_nesting, page_budget
 from sluice.extraction.patterns import compile_pattern
 from sluice.extraction.processing import FieldProcessor, StepFn
@@ -234,6 +235,7 @@ class Extractor:
         Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page nested too deep to parse,
         or whose extraction would pass its time budget (:data:`~sluice.extraction.limits.EXTRACTION_S`).
         """
+        tune_heap()  # once a process: a heavy page's freed memory is kept for the next (see extraction.heap)
         tags = check_nesting(html)
         with page_budget():
             tree = LexborHTMLParser(html)
