@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sluice.extraction import heap
+from sluice.extraction import extract, heap
 from sluice.extraction.extract import extract_page
 from sluice.spec import CrawlSpec
 
@@ -45,6 +45,7 @@ class FakeGlibc:
 def fresh_process(monkeypatch: pytest.MonkeyPatch) -> FakeGlibc:
     """The heap as a new process finds it (not yet tuned), with :class:`FakeGlibc` for its C library."""
     libc = FakeGlibc()
+    monkeypatch.setattr(extract, "_heap_pending", True)
     monkeypatch.setattr(heap, "_tuned", False)
     monkeypatch.setattr(heap, "_own_libc", lambda: libc)
     for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"):
@@ -58,8 +59,10 @@ def test_extraction_sets_the_trim_and_mmap_thresholds_once_a_process(
     assert fresh_process.calls == []
     for _ in range(3):
         assert len(extract_page(spec, PAGE_URL, page).records) == 20
-    heap.tune_heap()
-    assert fresh_process.calls == [(-1, 8 * 1024 * 1024), (-3, 1024 * 1024)]  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+    settings = [(-1, 8 * 1024 * 1024), (-3, 1024 * 1024)]  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+    assert fresh_process.calls == settings
+    heap.tune_heap()  # as a worker's start would: nothing more
+    assert fresh_process.calls == settings
 
 
 def test_without_glibc_nothing_is_set_and_nothing_fails(fresh_process: FakeGlibc) -> None:
@@ -131,7 +134,10 @@ def test_a_run_of_400_kb_pages_faults_in_no_fresh_memory_a_page() -> None:
     assert measured["faults_a_page"] < FEW_FAULTS_A_PAGE, measured
 
 
-def test_importing_the_fetcher_does_not_load_ctypes() -> None:
-    """ctypes (~2 ms) is loaded by the first page's extraction, not by the fetcher's cold start."""
-    script = "import json, sys\nimport sluice.handlers.fetcher\nprint(json.dumps('ctypes' in sys.modules))"
-    assert _fresh(script) is False
+def test_importing_the_fetcher_loads_neither_ctypes_nor_the_heap_module() -> None:
+    """ctypes (~2 ms) and extraction.heap are loaded by the first page's extraction, not by the fetcher's cold start."""
+    script = (
+        "import json, sys\nimport sluice.handlers.fetcher\n"
+        "print(json.dumps([m in sys.modules for m in ('ctypes', 'sluice.extraction.heap')]))"
+    )
+    assert _fresh(script) == [False, False]

@@ -11,7 +11,7 @@ a kernel entry and a zeroed 4 KB page), ~0.45 ms of a 3 ms extraction.
 at :data:`MMAP_THRESHOLD`: the heap keeps what one heavy page needs (RSS +4-5 MB) and reuses it,
 with no page faults. It is called by extraction on its first page (:mod:`sluice.extraction.extract`),
 so every path that extracts (the fetcher, local workers, ``sluice crawl``) has it, and the fetcher's
-cold import does not pay for ``ctypes`` (about 2 ms): the first page does, once.
+cold import pays for neither this module nor ``ctypes`` (about 2 ms): the first page does, once.
 
 Where there is no glibc (musl, macOS, Windows) nothing is done. An operator who set glibc's own
 settings (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_`` or ``GLIBC_TUNABLES``) keeps them.
