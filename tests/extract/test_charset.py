@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import random
 
 import pytest
 from selectolax.lexbor import LexborHTMLParser
@@ -170,3 +171,68 @@ def test_a_large_body_is_checked_in_pieces_as_strictly_as_whole() -> None:
         given = parser_input(bad, "text/html; charset=utf-8")
         assert given == decode_html(bad, "text/html; charset=utf-8")[0]
         assert "\ufffd" in given
+
+
+def _random_utf8ish(rng: random.Random, length: int) -> bytes:
+    """Mostly ASCII markup with characters of every width, and now and then a bad or cut sequence."""
+    boundaries = (0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF)
+    bad = [b"\x80", b"\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]
+    bad += [b"\xf5", b"\xff", b"\xfe"]
+    parts: list[bytes] = []
+    size = 0
+    while size < length:
+        roll = rng.random()
+        if roll < 0.6:
+            part = rng.choice((b"<p>", b"</p>", b"a", b" ", b"<div class=x>", b"\n"))
+        elif roll < 0.97:
+            point = rng.choice(boundaries) if rng.random() < 0.2 else rng.randrange(0x80, 0x110000)
+            part = chr(point if not 0xD800 <= point < 0xE000 else 0xE000).encode()
+        elif roll < 0.985:
+            part = rng.choice(bad)
+        else:  # a character of 2-4 bytes cut short, whatever follows it
+            encoded = chr(rng.choice((0xE9, 0x20AC, 0x1F600, rng.randrange(0x10000, 0x110000)))).encode()
+            part = encoded[: rng.randrange(1, len(encoded))]
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)
+
+
+def test_the_piecewise_check_agrees_with_decoding_whole_on_random_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of a memoryview, each handed to the codec, accept exactly the bytes ``bytes.decode`` accepts:
+    valid, invalid and cut-short sequences, at every place against a piece's end (pieces of 1 to 9 bytes)."""
+    from sluice.extraction import charset
+
+    rng = random.Random(1818)
+    outcomes = set()
+    for round_ in range(3000):
+        body = _random_utf8ish(rng, rng.randrange(1, 120))
+        if rng.random() < 0.3:  # cut the body anywhere, as max_body_bytes does
+            body = body[: rng.randrange(0, len(body) + 1)]
+        try:
+            body.decode("utf-8")
+            whole = True
+        except UnicodeDecodeError:
+            whole = False
+        monkeypatch.setattr(charset, "VALIDATE_WHOLE_MAX", 0)
+        monkeypatch.setattr(charset, "VALIDATE_CHUNK", 1 + round_ % 9)
+        assert charset._valid_utf8(body) is whole, (body, charset.VALIDATE_CHUNK)
+        outcomes.add(whole)
+    assert outcomes == {True, False}
+
+
+def test_the_piecewise_check_agrees_on_random_page_sized_bodies() -> None:
+    """The same at the sizes it runs at: bodies over VALIDATE_WHOLE_MAX, in pieces of VALIDATE_CHUNK."""
+    from sluice.extraction import charset
+
+    rng = random.Random(400)
+    for _ in range(12):
+        text = "".join(chr(rng.randrange(0x20, 0x3000)) for _ in range(charset.VALIDATE_WHOLE_MAX // 2))
+        base = text.encode()  # one to three bytes a character: pieces end inside characters
+        at = rng.randrange(len(base))
+        for body in (base, base[:at], base[:at] + b"\xe2\x82" + base[at:], base + b"\xf0\x9f"):
+            try:
+                body.decode("utf-8")
+                whole = True
+            except UnicodeDecodeError:
+                whole = False
+            assert charset._valid_utf8(body) is whole

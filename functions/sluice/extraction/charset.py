@@ -70,7 +70,9 @@ def _valid_utf8(body: bytes) -> bool:
     thrown away piece by piece: decoding a 400 KB page whole builds one 400-800 KB string (twice the
     bytes once a character is over U+00FF), fresh memory the kernel maps in page by page; in 16 KB
     pieces the same check took 135 µs instead of 449 (the demo's heavy listing page, best of 25).
-    On a 50 KB page one piece is faster (25 µs against 31).
+    On a 50 KB page one piece is faster (25 µs against 31). Each piece is a slice of a memoryview,
+    handed to the codec itself: an incremental decoder joins its input to what it holds back
+    (``buffer + input``), a copy of every piece (115 µs against 96 on that page).
     """
     if body.isascii():
         return True
@@ -78,11 +80,11 @@ def _valid_utf8(body: bytes) -> bool:
         if len(body) <= VALIDATE_WHOLE_MAX:
             body.decode("utf-8")
             return True
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        view = memoryview(body)
-        for start in range(0, len(body), VALIDATE_CHUNK):
-            decoder.decode(view[start : start + VALIDATE_CHUNK])
-        decoder.decode(b"", final=True)  # a sequence cut short at the end is not valid
+        view, size, start, end = memoryview(body), len(body), 0, 0
+        while end < size:  # a piece a round; what the codec holds back (a cut sequence) leads the next
+            end += VALIDATE_CHUNK
+            # final at the end: a sequence cut short there is not valid
+            start += codecs.utf_8_decode(view[start:end], "strict", end >= size)[1]
     except UnicodeDecodeError:
         return False
     return True

@@ -236,6 +236,8 @@ class Extractor:
         Raises :class:`~sluice.extraction.limits.PageTooComplex` for a page nested too deep to parse,
         or whose extraction would pass its time budget (:data:`~sluice.extraction.limits.EXTRACTION_S`).
         """
+        if _heap_pending:
+            _tune_heap()
         tags = check_nesting(html)
         with page_budget():
             tree = LexborHTMLParser(html)
@@ -431,6 +433,19 @@ class Extractor:
                     else:
                         out_of_scope += 1
         return links, out_of_scope, rules, owners or None, too_long
+
+
+_heap_pending = True
+"""True until the first page has told malloc to keep a heavy page's freed memory (:mod:`sluice.extraction.heap`)."""
+
+
+def _tune_heap() -> None:
+    """:func:`sluice.extraction.heap.tune_heap`, imported by the first page: not a module more in the cold start."""
+    global _heap_pending
+    from sluice.extraction.heap import tune_heap
+
+    tune_heap()
+    _heap_pending = False
 
 
 def _compile_field(name: str, f: ExtractField) -> _Field:
