@@ -132,6 +132,11 @@ class Frontier(Protocol):
         reads unless told otherwise)."""
         ...
 
+    def scan_sized(self, run_id: str, *, shard: Shard | None = None) -> Iterator[tuple[UrlEntry, int]]:
+        """:meth:`scan` (strongly consistent), each entry with its :meth:`stored_bytes`: what the finalizer's scan
+        counts, read so a store that holds the item's attributes sizes them as read, not encoded again."""
+        ...
+
     def add_progress(self, run_id: str, delta: Progress) -> None:
         """Report a batch's progress (once per batch)."""
         ...
