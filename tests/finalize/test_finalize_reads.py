@@ -163,3 +163,91 @@ def test_a_run_finalized_through_the_sized_scan_writes_what_the_encoding_scan_wr
     finally:
         store.close()
     assert sized == encoding
+
+
+def _generic_digests(frontier: SqliteFrontier, run_id: str, *, shard: Shard | None = None) -> Iterator[bytes]:
+    """What the catalog scan read before (and the AWS frontier does): every result decoded, its digests taken."""
+    for entry in frontier.scan(run_id, consistent=False, shard=shard):
+        result = entry.result
+        if result is not None and result.holds_records and result.records:
+            yield result.digests
+
+
+def test_the_local_frontier_gives_the_held_digests_the_results_hold(tmp_path: Path) -> None:
+    store = LocalStore.open(tmp_path / "state")
+    try:
+        frontier = store.frontier
+        frontier.claim(RUN, [UrlTask(url="https://books.example/waiting", depth=1)], seeds=6, max_pages=100)
+        frontier.complete(
+            RUN,
+            [
+                FULL,
+                PageResult("https://books.example/r", 0, "seed", "not_due", counts=RecordCounts(0, 0, 2), reused=True),
+                PageResult("https://books.example/n", 0, "seed", "not_modified", counts=RecordCounts(0, 0, 1)),
+                PageResult("https://books.example/e", 0, "seed", "fetched", digests=bytes(16)),  # no records
+                PageResult("https://books.example/f", 0, "seed", "failed", status=500, digests=bytes(16)),
+                PageResult("https://books.example/s", 0, "seed", "skipped", reason="robots.txt disallows"),
+            ],
+        )
+        held = list(frontier.held_digests(RUN))
+        assert held == list(_generic_digests(frontier, RUN))
+        assert held.count(b"") == 2  # the reused pages that kept no digests: counted as unknown
+        assert FULL.digests in held
+        halves = [list(frontier.held_digests(RUN, shard=Shard(i, 2))) for i in range(2)]
+        assert halves[0] + halves[1] == held
+    finally:
+        store.close()
+
+
+def _night_two(tmp_path: Path, pages: int) -> tuple[Path, LocalStore, str, Any]:
+    """A first synthetic night, finalized; a second night over the same URLs with the first as its catalog."""
+    specs, store, first = _synthetic(tmp_path, pages)
+    services = store.services(
+        specs, LocalFleet(specs, tmp_path / "state").tuning, finalize_later=_never, continue_start=_never
+    )
+    assert finalize_run(synthetic.CRAWL, first, services, settled=True) is not None
+    second = synthetic.write_run(store, pages, night=2, catalog_run=first)
+    return specs, store, second, services
+
+
+def test_finalizing_a_night_decodes_no_result_of_its_catalog_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the catalog run's every result decoded too (``codec.result_from_plain``), for its digests."""
+    _, store, run_id, services = _night_two(tmp_path, 300)
+    decoded = 0
+    real = codec.result_from_plain
+
+    def counting(plain: Any) -> PageResult:
+        nonlocal decoded
+        decoded += 1
+        return real(plain)
+
+    try:
+        monkeypatch.setattr(codec, "result_from_plain", counting)
+        done = finalize_run(synthetic.CRAWL, run_id, services, settled=True)
+    finally:
+        store.close()
+    assert done is not None
+    summary = done.summary.to_json()
+    assert summary["pages"]["not_modified"] > 100
+    assert decoded == 300  # this run's own URLs, once each (the settled run's one scan)
+
+
+def test_a_night_finalized_from_held_digests_writes_what_decoding_the_catalog_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, store, run_id, services = _night_two(tmp_path, 400)
+    try:
+        done = finalize_run(synthetic.CRAWL, run_id, services, settled=True)
+        assert done is not None
+        assert done.summary.to_json()["records"]["gone"] > 0
+        held = _outputs(tmp_path)
+        run = services.ledger.get_run(synthetic.CRAWL, run_id)
+        assert run is not None
+        monkeypatch.setattr(SqliteFrontier, "held_digests", _generic_digests)
+        rebuild_output(services, run, services.spec(synthetic.CRAWL))
+        decoding = _outputs(tmp_path)
+    finally:
+        store.close()
+    assert held == decoding

@@ -160,6 +160,26 @@ class SqliteFrontier:
                 base = own[where] = codec.own_bytes(run_id, hash_)
             yield entry, base + item_bytes(plain)
 
+    def held_digests(self, run_id: str, *, shard: Shard | None = None) -> Iterator[bytes]:
+        """From the row's outcome and records columns and its result's one digests attribute: no result decoded."""
+        whole = shard or Shard(0, 1)
+        first, last = whole.partitions()[0][1], whole.partitions()[-1][2]
+        after = ""
+        while True:
+            with self._db.reading() as db:
+                rows = db.execute(
+                    f"SELECT url_hash, json_extract(result, '$.{codec.DIGESTS}') FROM urls "  # noqa: S608 - a constant
+                    "WHERE run_id = ? AND url_hash > ? AND url_hash >= ? AND url_hash <= ? AND done = 1 "
+                    "AND outcome IN ('fetched', 'not_modified', 'not_due') AND records > 0 "
+                    "ORDER BY url_hash LIMIT ?",
+                    (run_id, after, first, last, _PAGE),
+                ).fetchall()
+            if not rows:
+                return
+            for _, digests in rows:
+                yield base64.b64decode(digests) if digests else b""
+            after = rows[-1][0]
+
     def _rows(self, run_id: str, shard: Shard | None) -> Iterator[tuple[Any, ...]]:
         """The run's URL rows (of the shard's hash range) in hash order, a page of rows a read."""
         whole = shard or Shard(0, 1)

@@ -146,8 +146,8 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
         usage.add(entry, size)
         keys.add_after(entry.result)
     if run.catalog_run is not None:
-        for entry in services.frontier.scan(run.catalog_run, consistent=False, shard=shard):  # finished: still
-            keys.add_before(entry.result)
+        for digests in services.frontier.held_digests(run.catalog_run, shard=shard):  # finished: still
+            keys.add_before_held(digests)
     blocks, missing = plan.resolve(services.objects, shard)
     prefixes = _prefixes(run)
     groups: list[list[_Block]] = [[] for _ in range(attempt.count)]
