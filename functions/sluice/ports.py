@@ -132,6 +132,17 @@ class Frontier(Protocol):
         reads unless told otherwise)."""
         ...
 
+    def scan_sized(self, run_id: str, *, shard: Shard | None = None) -> Iterator[tuple[UrlEntry, int]]:
+        """:meth:`scan` (strongly consistent), each entry with its :meth:`stored_bytes`: what the finalizer's scan
+        counts, read so a store that holds the item's attributes sizes them as read, not encoded again."""
+        ...
+
+    def held_digests(self, run_id: str, *, shard: Shard | None = None) -> Iterator[bytes]:
+        """The record digests of every URL of a finished run whose records its output holds (fetched or reused,
+        at least one record), in URL-hash order, ``b""`` where the page kept none (eventually consistent reads):
+        what the finalizer reads of the catalog run, so a store that keeps them apart reads nothing else."""
+        ...
+
     def add_progress(self, run_id: str, delta: Progress) -> None:
         """Report a batch's progress (once per batch)."""
         ...

@@ -242,3 +242,13 @@ def test_the_local_adapter_imports_nothing_of_botocore() -> None:
                 if name.startswith("sluice.adapters.aws") and path.exists():
                     todo.append(path)
     assert functions / "sluice/adapters/aws/codec.py" in seen
+
+
+def test_dynamodb_sizes_and_gives_digests_as_its_scan_reads_them(dynamo: Any) -> None:
+    """The finalizer's two reads (``scan_sized``, ``held_digests``) are the scan's queries, what it reads unchanged."""
+    frontier = DynamoFrontier(TABLE, ttl_days=15, writers=2)
+    failed = PageResult(url="https://b.example/", depth=0, origin="seed", outcome="failed", status=404)
+    frontier.complete(RUN, [FULL, failed])
+    entries = list(frontier.scan(RUN))
+    assert list(frontier.scan_sized(RUN)) == [(e, codec.stored_bytes(RUN, e)) for e in entries]
+    assert list(frontier.held_digests(RUN)) == [FULL.digests]

@@ -40,6 +40,14 @@ class CountingFrontier:
         if run_id == self.run_id:
             self.scanned.append(count)
 
+    def scan_sized(self, run_id: str, *, shard: Shard | None = None) -> Iterator[tuple[UrlEntry, int]]:
+        count = 0
+        for sized in self.frontier.scan_sized(run_id, shard=shard):
+            count += 1
+            yield sized
+        if run_id == self.run_id:
+            self.scanned.append(count)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.frontier, name)
 

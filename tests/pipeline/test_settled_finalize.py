@@ -65,20 +65,27 @@ def _finalize(specs: Path, state: Path, run_id: str, *, settled: bool) -> int:
     """Finalize the run in ``state`` (settled or not); how many scans of the run's URLs it made."""
     store = LocalStore.open(state)
     scans = 0
-    real = type(store.frontier).scan
+    real, real_sized = type(store.frontier).scan, type(store.frontier).scan_sized
 
     def scan(self: Any, scanned: str, **kwargs: Any) -> Iterator[Any]:
         nonlocal scans
         scans += scanned == run_id
         return real(self, scanned, **kwargs)
 
+    def scan_sized(self: Any, scanned: str, **kwargs: Any) -> Iterator[Any]:
+        nonlocal scans
+        scans += scanned == run_id
+        return real_sized(self, scanned, **kwargs)
+
     try:
         services = store.services(specs, _tuning(), finalize_later=_never, continue_start=_never)
         type(store.frontier).scan = scan  # type: ignore[method-assign,assignment]
+        type(store.frontier).scan_sized = scan_sized  # type: ignore[method-assign,assignment]
         try:
             done = finalize_run(synthetic.CRAWL, run_id, services, settled=settled)
         finally:
             type(store.frontier).scan = real  # type: ignore[method-assign]
+            type(store.frontier).scan_sized = real_sized  # type: ignore[method-assign]
         assert done is not None
         assert done.summary.status == "finished"
     finally:
@@ -165,7 +172,14 @@ def test_sluice_run_finalizes_its_quiet_run_settled(
         scans.append(run_id)
         return real(self, run_id, **kwargs)
 
+    real_sized = SqliteFrontier.scan_sized
+
+    def scan_sized(self: SqliteFrontier, run_id: str, **kwargs: Any) -> Iterator[Any]:
+        scans.append(run_id)
+        return real_sized(self, run_id, **kwargs)
+
     monkeypatch.setattr(SqliteFrontier, "scan", scan)
+    monkeypatch.setattr(SqliteFrontier, "scan_sized", scan_sized)
     with running_demo_site(books=100) as site:
         data = books_spec("quiet", site.base_url, pages=5, max_depth=0)
         crawls = tmp_path / "crawls"

@@ -45,13 +45,20 @@ class RecordChurn:
         """A page of this run: its records are in this run's output if it was fetched or reused."""
         self._add(self.after, result)
 
+    def add_before_held(self, digests: bytes) -> None:
+        """A page of the catalog run that held records (``Frontier.held_digests``): its record digests."""
+        self._add_digests(self.before, digests)
+
     def _add(self, side: array[int], result: PageResult | None) -> None:
         if result is None or not result.holds_records or not result.records:
             return
-        if not result.digests:
+        self._add_digests(side, result.digests)
+
+    def _add_digests(self, side: array[int], digests: bytes) -> None:
+        if not digests:
             self.unknown_pages += 1
             return
-        side.extend(key for key, _ in _RECORD.iter_unpack(result.digests))
+        side.extend(key for key, _ in _RECORD.iter_unpack(digests))
 
     def counts(self) -> tuple[int, int]:
         """``(previous, gone)`` over everything added here (one shard's pages, or a whole run in one place)."""

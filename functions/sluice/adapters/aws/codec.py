@@ -237,11 +237,17 @@ def url_entry(item: Mapping[str, Any]) -> UrlEntry:
 def stored_bytes(run_id: str, entry: UrlEntry) -> int:
     """The entry's URL item's size as DynamoDB counts it, its claim's or its result's (the expiry taken as ten
     significant digits). Sized in two parts, the item's own attributes and the rest, which share no name."""
-    own = item_bytes({**keys.url(run_id, entry.url_hash), STATE: DONE, EXPIRES: _EXPIRY_AS_SIZED})
+    own = own_bytes(run_id, entry.url_hash)
     if entry.result is not None:
         return own + item_bytes(result_plain(entry.result))
     link = {k: v for k, v in ((PARENT, entry.parent), (VIA, entry.via), (CARRY, entry.carry)) if v}
     return own + item_bytes({URL: entry.url, DEPTH: entry.depth, ORIGIN: "l"} | link)
+
+
+def own_bytes(run_id: str, url_hash: str) -> int:
+    """The URL item's own attributes' share of :func:`stored_bytes` (keys, state, expiry): the same for every
+    hash of the run of the same length and first digit (its partition)."""
+    return item_bytes({**keys.url(run_id, url_hash), STATE: DONE, EXPIRES: _EXPIRY_AS_SIZED})
 
 
 _EXPIRY_AS_SIZED = 1_799_999_999

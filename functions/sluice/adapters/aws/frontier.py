@@ -143,6 +143,18 @@ class DynamoFrontier:
             ExpressionAttributeValues=to_item(values),
         )
 
+    def scan_sized(self, run_id: str, *, shard: Shard | None = None) -> Iterator[tuple[UrlEntry, int]]:
+        """The same queries as :meth:`scan`: each entry sized from its result, as :meth:`stored_bytes` does."""
+        for entry in self.scan(run_id, shard=shard):
+            yield entry, codec.stored_bytes(run_id, entry)
+
+    def held_digests(self, run_id: str, *, shard: Shard | None = None) -> Iterator[bytes]:
+        """The same queries as :meth:`scan` (eventually consistent): each entry's digests, if it held records."""
+        for entry in self.scan(run_id, consistent=False, shard=shard):
+            result = entry.result
+            if result is not None and result.holds_records and result.records:
+                yield result.digests
+
     def stored_bytes(self, run_id: str, entry: UrlEntry) -> int:
         return codec.stored_bytes(run_id, entry)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sluice.adapters.aws import codec
+from sluice.adapters.aws.sizes import item_bytes
 from sluice.adapters.local.errors import local_errors
 from sluice.adapters.local.store import Database
 from sluice.domain.pages import PageResult, UrlEntry, url_hash
@@ -141,6 +142,46 @@ class SqliteFrontier:
         return replaced
 
     def scan(self, run_id: str, *, consistent: bool = True, shard: Shard | None = None) -> Iterator[UrlEntry]:
+        return map(_entry, self._rows(run_id, shard))
+
+    def scan_sized(self, run_id: str, *, shard: Shard | None = None) -> Iterator[tuple[UrlEntry, int]]:
+        """Each entry sized from the result as stored (what :func:`codec.result_plain` made of it, its digests
+        decoded), not from its result encoded again: one JSON parse and one decode a URL, no encode."""
+        own: dict[tuple[str, int], int] = {}  # by partition and hash length: all a URL item's own size varies by
+        for row in self._rows(run_id, shard):
+            entry, plain = _decoded(row)
+            if plain is None:
+                yield entry, codec.stored_bytes(run_id, entry)
+                continue
+            hash_ = entry.url_hash
+            where = (hash_[:1], len(hash_))
+            base = own.get(where)
+            if base is None:
+                base = own[where] = codec.own_bytes(run_id, hash_)
+            yield entry, base + item_bytes(plain)
+
+    def held_digests(self, run_id: str, *, shard: Shard | None = None) -> Iterator[bytes]:
+        """From the row's outcome and records columns and its result's one digests attribute: no result decoded."""
+        whole = shard or Shard(0, 1)
+        first, last = whole.partitions()[0][1], whole.partitions()[-1][2]
+        after = ""
+        while True:
+            with self._db.reading() as db:
+                rows = db.execute(
+                    f"SELECT url_hash, json_extract(result, '$.{codec.DIGESTS}') FROM urls "  # noqa: S608 - a constant
+                    "WHERE run_id = ? AND url_hash > ? AND url_hash >= ? AND url_hash <= ? AND done = 1 "
+                    "AND outcome IN ('fetched', 'not_modified', 'not_due') AND records > 0 "
+                    "ORDER BY url_hash LIMIT ?",
+                    (run_id, after, first, last, _PAGE),
+                ).fetchall()
+            if not rows:
+                return
+            for _, digests in rows:
+                yield base64.b64decode(digests) if digests else b""
+            after = rows[-1][0]
+
+    def _rows(self, run_id: str, shard: Shard | None) -> Iterator[tuple[Any, ...]]:
+        """The run's URL rows (of the shard's hash range) in hash order, a page of rows a read."""
         whole = shard or Shard(0, 1)
         first, last = whole.partitions()[0][1], whole.partitions()[-1][2]
         after = ""
@@ -153,7 +194,7 @@ class SqliteFrontier:
                 ).fetchall()
             if not rows:
                 return
-            yield from map(_entry, rows)
+            yield from rows
             after = rows[-1][0]
 
     def add_progress(self, run_id: str, delta: Progress) -> None:
@@ -193,15 +234,20 @@ def _link(task: UrlTask) -> str | None:
 
 
 def _entry(row: tuple[Any, ...]) -> UrlEntry:
+    return _decoded(row)[0]
+
+
+def _decoded(row: tuple[Any, ...]) -> tuple[UrlEntry, dict[str, Any] | None]:
+    """The row's entry, and its result as stored (plain values, its digests decoded), None while it waits."""
     hash_, url, depth, origin, parent, raw, link_raw = row
     link = json.loads(link_raw) if link_raw else {}
-    result = None
+    result = plain = None
     if raw is not None:
         plain = json.loads(raw)
         if codec.DIGESTS in plain:
             plain[codec.DIGESTS] = base64.b64decode(plain[codec.DIGESTS])
         result = codec.result_from_plain(plain)
-    return UrlEntry(
+    entry = UrlEntry(
         url_hash=hash_,
         url=url,
         depth=depth,
@@ -211,3 +257,4 @@ def _entry(row: tuple[Any, ...]) -> UrlEntry:
         via=link.get(codec.VIA),
         carry=link.get(codec.CARRY),
     )
+    return entry, plain

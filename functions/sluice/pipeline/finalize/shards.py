@@ -140,14 +140,14 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
     started = time.monotonic()
     plan = OutputPlan(run.crawl, run.run_id, run.catalog_run, typed=spec.types is not None)
     counted, usage, keys = tally.RunTally(), UsageCounter(run_id=run.run_id), churn.RecordChurn()
-    for entry in services.frontier.scan(run.run_id, shard=shard):
+    for entry, size in services.frontier.scan_sized(run.run_id, shard=shard):
         counted.add(entry)
         plan.add(entry)
-        usage.add(entry, services.frontier.stored_bytes(run.run_id, entry))
+        usage.add(entry, size)
         keys.add_after(entry.result)
     if run.catalog_run is not None:
-        for entry in services.frontier.scan(run.catalog_run, consistent=False, shard=shard):  # finished: still
-            keys.add_before(entry.result)
+        for digests in services.frontier.held_digests(run.catalog_run, shard=shard):  # finished: still
+            keys.add_before_held(digests)
     blocks, missing = plan.resolve(services.objects, shard)
     prefixes = _prefixes(run)
     groups: list[list[_Block]] = [[] for _ in range(attempt.count)]
