@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from sluice.adapters.local.queue import SqliteQueue
+from sluice.adapters.local.queue import GroupShare, SqliteQueue
 from sluice.adapters.local.store import Database
 from sluice.domain.hosts import HostState, RunCounts, host_key
-from sluice.messages import UrlTask, pack
+from sluice.messages import QueuedMessage, UrlTask, pack
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 
 from .conftest import Logs, Pipeline, SpecData
@@ -126,3 +126,39 @@ def test_a_packed_message_that_fails_comes_back_and_is_not_reported(pipeline: Pi
         assert _pages(bad[0]) >= 3  # visited in the same invocation, every try refused
         assert pipeline.in_queue() == 1  # the failed packed message waits for its retry
         assert len(pipeline.visibility_changes) == 1
+
+
+def test_a_process_share_of_groups_is_its_workers_part_and_the_parts_cover_every_group() -> None:
+    for workers, processes in ((8, 2), (5, 2), (6, 3), (2, 2)):
+        shares = [GroupShare(i, processes, workers) for i in range(processes)]
+        for groups in range(50):
+            parts = [s.of(groups) for s in shares]
+            assert sum(parts) >= groups  # every group has a process that may hold it: none waits for ever
+            if workers % processes == 0:
+                assert max(parts) - min(parts) <= 1  # as many workers each: hosts within one of each other
+            assert min(parts) >= 1  # a single host is taken in turns by every process
+    assert [GroupShare(i, 2, 8).of(20) for i in range(2)] == [10, 10]
+
+
+def test_worker_processes_receiving_from_one_queue_split_a_broad_crawls_hosts_evenly(tmp_path: Path) -> None:
+    # 20 hosts of 6 messages each, 8 workers in 2 processes, a receive of up to 100 messages (the local runner's).
+    first, second = SqliteQueue(Database(tmp_path)), SqliteQueue(Database(tmp_path))
+    for n, queue in enumerate((first, second)):
+        queue.whole_groups = True
+        queue.share = GroupShare(n, 2, 8)
+    first.send_messages(RUN, [(f"h{h}", f"h{h}-{m}") for m in range(6) for h in range(20)])
+
+    def hosts(received: list[QueuedMessage]) -> set[str]:
+        return {m.body.split("-")[0] for m in received}
+
+    taken = first.receive(RUN, 100, 60)
+    assert len(hosts(taken)) == 10  # not 16, a batch's worth, leaving the other process 4
+    assert first.receive(RUN, 100, 60) == []  # its part is held: its other workers leave the rest alone
+    other = second.receive(RUN, 100, 60)
+    assert len(hosts(other)) == 10
+    assert hosts(taken).isdisjoint(hosts(other))
+    done = [m.receipt_handle for m in taken if m.body.startswith(sorted(hosts(taken))[0] + "-")]
+    first.delete(done)  # one host finished, this process holds 9 of its part of 10
+    first.send_messages(RUN, [("new", "new-0")])  # a host its links found
+    assert hosts(first.receive(RUN, 100, 60)) == {"new"}
+    assert second.receive(RUN, 100, 60) == []

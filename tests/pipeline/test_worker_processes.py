@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,35 @@ def test_a_run_on_worker_processes_counts_each_page_once_keeps_the_cap_and_write
     assert len(logged) == sum(1 for line in lines if line.strip())  # no line cut by another process's
     assert {e.get("message") for e in logged} >= {"worker processes", "batch done"}
     assert not multiprocessing.active_children()  # every worker process ended with the run
+
+
+def test_worker_processes_split_a_broad_crawls_hosts_evenly_and_keep_each_hosts_cap(
+    tmp_path: Path, books_spec: SpecData
+) -> None:
+    # 8 hosts of 3 messages each, 2 workers in each of 2 processes: a receive of up to 100 messages took all 8
+    # into one batch of one process while the other process's workers found nothing.
+    with ExitStack() as stack:
+        sites = [
+            stack.enter_context(running_demo_site(books=120, latency_ms=10, host=f"127.0.0.{n + 2}")) for n in range(8)
+        ]
+        urls = [f"{s.base_url}/catalogue/page-{n}.html" for s in sites for n in range(1, 7)]
+        data = books_spec(CRAWL, sites[0].base_url, pages=0, urls=urls, max_depth=0)
+        data["politeness"] |= {"concurrency": 8, "concurrency_per_domain": 2}
+        crawls = tmp_path / "crawls"
+        crawls.mkdir()
+        (crawls / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        config = replace(DEFAULT, urls_per_message=2)
+        fleet = LocalFleet(crawls, tmp_path / "state", workers=4, processes=2, allow_loopback=True, config=config)
+        run = fleet.run(parse_spec(data))
+        caps = [s.stats.snapshot(with_log=False)["max_in_flight"] for s in sites]
+        counts = [s.stats.count(f"/catalogue/page-{n}.html") for s in sites for n in range(1, 7)]
+    assert run.summary.pages.fetched == len(urls)
+    assert counts == [1] * len(urls)
+    assert max(caps) <= 2
+    lines = Path(run.outputs["logs"]).read_text(encoding="utf-8").splitlines()
+    batches = [json.loads(line) for line in lines if line.startswith("{") and '"batch done"' in line]
+    assert sum(b["urls"] for b in batches) == len(urls)
+    assert max(b["host_count"] for b in batches) <= 4  # a process holds its half of the hosts, never all 8
 
 
 def test_a_worker_process_that_dies_stops_the_run_and_the_next_command_finishes_it_exactly_once(

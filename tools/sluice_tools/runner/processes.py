@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from sluice.adapters.local import LocalStore
-from sluice.adapters.local.queue import SqliteQueue
+from sluice.adapters.local.queue import GroupShare, SqliteQueue
 from sluice.observability import logger
 from sluice.pipeline.services import Services
 from sluice.pipeline.visit.batch import visit_batch
@@ -157,7 +157,7 @@ class WorkerProcesses:
         self._processes: list[BaseProcess] = [
             context.Process(
                 target=_worker_main,
-                args=(plan, n, self._stop, parent, (wake, self._wake_fd)),
+                args=(plan, GroupShare(i, len(shares), sum(shares)), n, self._stop, parent, (wake, self._wake_fd)),
                 name=f"sluice-worker-{i}",
             )
             for i, n in enumerate(shares)
@@ -200,7 +200,9 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _worker_main(plan: WorkerPlan, workers: int, stop: Event, parent: int, wake: tuple[int, int]) -> None:
+def _worker_main(
+    plan: WorkerPlan, share: GroupShare, workers: int, stop: Event, parent: int, wake: tuple[int, int]
+) -> None:
     _die_with(parent)
     os.close(wake[1])  # the parent's end: held here too, a closed parent would never show as the wake
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the workers
@@ -208,6 +210,7 @@ def _worker_main(plan: WorkerPlan, workers: int, stop: Event, parent: int, wake:
         # One line at a time into the run's log (O_APPEND), so no line is cut by another process's.
         _log_to(sink)
         store = plan.open_store()
+        store.queue.share = share  # hosts spread over the processes as their workers are, none holding more
         try:
             batches = plan.batches(store)
             asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent, wake[0]))

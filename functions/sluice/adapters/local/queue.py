@@ -17,6 +17,7 @@ flight (SQS's 120,000; it returns no error, only no messages).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
 from collections.abc import Sequence
@@ -43,6 +44,28 @@ class QueueDepth:
     visible: int
     in_flight: int
     dead: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupShare:
+    """One worker process's part of a run's groups, where several processes receive from one queue.
+
+    The groups are spread over the run's ``workers`` as evenly as they go (worker ``i`` lives in process
+    ``i % processes``: as many workers a process as the runner's split gives it), so no process holds more
+    hosts than its workers' part while another's workers idle: on a broad crawl one receive would otherwise
+    take a batch's worth of hosts (16 of 20) into one process and leave the other process 4.
+    """
+
+    index: int
+    processes: int
+    workers: int
+
+    def of(self, groups: int) -> int:
+        """How many of ``groups`` this process may hold at once: its workers' parts (the parts of all the
+        processes add up to ``groups``), and at least one (so the processes take turns at a single host)."""
+        base, extra = divmod(groups, self.workers)
+        mine = sum(base + (1 if i < extra else 0) for i in range(self.index, self.workers, self.processes))
+        return max(1, mine)
 
 
 @local_errors
@@ -72,6 +95,10 @@ class SqliteQueue:
         """What a message received by a fetcher's :meth:`receive_more` stays hidden for (as the runner's own)."""
         self.whole_groups = False
         """What :meth:`receive` does when not told (the local runner sets it; SQS always cuts a group)."""
+        self.share: GroupShare | None = None
+        """This process's part of the run's groups (the local runner's worker processes; None: no limit)."""
+        self._mine: set[str] = set()
+        """Receipts this object handed out while it has a :attr:`share` (its held groups are found from them)."""
 
     def send(self, crawl: str, run_id: str, tasks: Sequence[UrlTask]) -> int:
         return self.send_messages(run_id, list(pack(crawl, run_id, tasks, self.urls_per_message)))
@@ -108,7 +135,8 @@ class SqliteQueue:
             )
             db.execute("DELETE FROM queue WHERE (? IS NULL OR run_id = ?) AND visible_at <= ? AND receives >= ?", over)
             room, last = self._room(db, run_id, now, limit), self._window_end(db, run_id)
-            rows = self._fifo_pick(db, run_id, now, room, last, whole_groups=whole)
+            groups = None if self.share is None else self._groups_left(db, run_id, now, self.share)
+            rows = self._fifo_pick(db, run_id, now, room, last, whole_groups=whole, groups=groups)
             received = []
             for (message_id,) in rows:
                 receipt = uuid.uuid4().hex
@@ -118,7 +146,22 @@ class SqliteQueue:
                     (now + visibility_s, receipt, message_id),
                 ).fetchone()
                 received.append(QueuedMessage(str(message_id), receipt, body, receives))
+            if self.share is not None:
+                self._mine.update(r.receipt_handle for r in received)
         return received
+
+    def _groups_left(self, db: sqlite3.Connection, run_id: str | None, now: float, share: GroupShare) -> int:
+        """How many more groups this process may take now: its part of the run's groups (those with a message
+        in the queue, held or not) less the groups it holds (its receipts still in flight)."""
+        (groups,) = db.execute(
+            "SELECT COUNT(DISTINCT grp) FROM queue WHERE (? IS NULL OR run_id = ?)", (run_id, run_id)
+        ).fetchone()
+        rows = db.execute(
+            "SELECT receipt, grp FROM queue WHERE receipt IN (SELECT value FROM json_each(?)) AND visible_at > ?",
+            (json.dumps(sorted(self._mine)), now),
+        ).fetchall()
+        self._mine = {receipt for receipt, _ in rows}  # deleted, returned and visible again: no longer held here
+        return max(0, share.of(int(groups)) - len({grp for _, grp in rows}))
 
     def _room(self, db: sqlite3.Connection, run_id: str | None, now: float, limit: int) -> int:
         """``limit``, or less when the in-flight quota is near (none at all when it is reached)."""
@@ -149,11 +192,12 @@ class SqliteQueue:
         last: int | None = None,
         *,
         whole_groups: bool = False,
+        groups: int | None = None,
     ) -> list[tuple[int]]:
         """Ids of up to ``limit`` visible messages of groups nobody holds: the oldest's group first, among the
         messages up to id ``last`` (the head window) when it is given; with ``whole_groups``, the groups after
-        the first only when all their messages fit."""
-        if limit <= 0:
+        the first only when all their messages fit; of at most ``groups`` groups when it is given."""
+        if limit <= 0 or groups == 0:
             return []
         window = -1 if last is None else last
         held = {
@@ -165,6 +209,7 @@ class SqliteQueue:
             )
         }
         picked: list[tuple[int]] = []
+        taken = 0
         skipped = ",".join("?" * len(held))
         for _ in range(limit):  # a group per round, at most ``limit`` rounds
             free = f"AND grp NOT IN ({skipped})" if held else ""
@@ -184,9 +229,10 @@ class SqliteQueue:
             ).fetchall()
             if not whole_groups or not picked or len(ids) <= room:
                 picked += ids[:room]
+                taken += 1
             held.add(group)  # taken, or passed over for this receive
             skipped = ",".join("?" * len(held))
-            if len(picked) >= limit:
+            if len(picked) >= limit or taken == groups:
                 break
         return picked
 
