@@ -206,3 +206,21 @@ def listing() -> Callable[..., str]:
 def page() -> str:
     """A 20-book listing page (about 50 KB) with a next link."""
     return listing_page([product_pod(n) for n in range(1, 21)])
+
+
+@pytest.fixture
+def encoders_built(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """How many C JSON encoders were built since the test began (``JSONEncoder.encode`` builds one per call)."""
+    import json.encoder
+
+    built = 0
+    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+    assert make is not None
+
+    def counting(*args: Any) -> Any:
+        nonlocal built
+        built += 1
+        return make(*args)
+
+    monkeypatch.setattr(json.encoder, "c_make_encoder", counting)
+    return lambda: built
