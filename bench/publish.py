@@ -100,18 +100,21 @@ def _variant_sentence(label: str, rows: list[dict[str, Any]]) -> str:
 
 def comparison_lines(rows: list[dict[str, Any]]) -> list[str]:
     """The README's table: per variant and concurrency, each client's CPU-ms a page, median (min–max);
-    Sluice ÷ the best peer by the medians, in words; Sluice's and aiohttp + selectolax's share of the limit."""
+    Sluice ÷ the best peer by the medians, in words; Sluice's and aiohttp + selectolax's share of the
+    limit, and the one ÷ the other (report.comparison says why the share is held against that peer)."""
     lines = [
         "| pages | in flight | Sluice CPU-ms/page | aiohttp + selectolax | Scrapy | recipe "
-        "| Sluice ÷ best peer (CPU) | Sluice ÷ limit | aiohttp + selectolax ÷ limit |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|",
+        "| Sluice ÷ best peer (CPU) | Sluice ÷ limit | aiohttp + selectolax ÷ limit | Sluice ÷ aiohttp + selectolax"
+        " (share) |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for row in rows:
         cpu = report.ratio_text(row.get("cpu_vs_best"), row.get("cpu_verdict"))
+        share = report.ratio_text(row.get("share_vs_peer"), row.get("share_verdict"))
         lines.append(
             f"| {row['variant']} | {row['concurrency']} | {_cell(row, 'sluice', 'cpu_ms')} |"
             f" {_cell(row, 'peer', 'cpu_ms')} | {_cell(row, 'scrapy', 'cpu_ms')} | {_cell(row, 'recipe', 'cpu_ms')} |"
-            f" {cpu} | {_cell(row, 'sluice', 'share')} | {_cell(row, 'peer', 'share')} |"
+            f" {cpu} | {_cell(row, 'sluice', 'share')} | {_cell(row, 'peer', 'share')} | {share} |"
         )
     return lines
 
@@ -119,9 +122,9 @@ def comparison_lines(rows: list[dict[str, Any]]) -> list[str]:
 def _pipeline_cell(run: report.Run | None, crawl: report.Run | None, ratio: bool) -> str:
     if run is None:
         return ""
-    said = f"{run['pages_per_s']:.0f} pages/s"
+    said = f"{report.pipeline_pps(run).median:.0f} pages/s"
     if ratio and crawl is not None:
-        said += f" ({run['pages_per_s'] / crawl['pages_per_s']:.2f}×)"
+        said += f" ({report.pipeline_ratio(run, crawl).median:.2f}×)"
     return f"{said}, {run['peak_rss_mb']:.0f} MB"
 
 
@@ -236,7 +239,8 @@ def readme_section(result: dict[str, Any], source: str) -> str:
             "",
             f"The whole pipeline on one machine ({concurrency} in flight, {latency:g} ms latency), against the"
             " engine alone and Scrapy with `JOBDIR` and an item pipeline upserting into SQLite (pages/s,"
-            " ÷ the engine, peak RSS):",
+            " ÷ the engine, peak RSS; the engine and the first run as medians of alternating rounds when"
+            " they ran in rounds):",
             "",
             *pipeline_lines(result["pipeline"]),
         ]

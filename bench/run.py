@@ -1,7 +1,7 @@
 """`make bench`: run every client against the demo site and write results, docs/benchmarks.md and
 the README's benchmark section.
 
-    .venv/bin/python -m bench.run            # the full benchmark (~25-30 minutes, at most --max-minutes)
+    .venv/bin/python -m bench.run            # the full benchmark (~30 minutes, at most --max-minutes)
     .venv/bin/python -m bench.run --quick    # smoke run: 300 pages, 32 in flight, one round
 
 Sluice and the peer (aiohttp + selectolax) are measured in alternating rounds, A B, B A, A B, ...
@@ -159,6 +159,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--rounds", type=int, help="alternating sluice/peer rounds a 50 KB cell (default 5; --quick 1)")
     add("--heavy-rounds", type=int, help="alternating rounds a 400 KB cell (default 5; --quick 1)")
     add("--docs-rounds", type=int, help="alternating rounds a docs-site cell (default 2; --quick 1)")
+    add(
+        "--pipeline-rounds",
+        type=int,
+        help="alternating engine/sluice run rounds at each pipeline size and on the docs site (default 3; --quick 1)",
+    )
     add("--heavy-pages", type=int, help="heavy (~400 KB) pages a run, 0 skips (default 400; --quick 100)")
     add("--heavy-clients", default="sluice,peer,scrapy", help="clients in the heavy-page runs ('' skips)")
     add("--docs-clients", default="sluice,peer", help="clients in the link-heavy docs-site runs ('' skips)")
@@ -166,7 +171,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--pipeline-pages", help="listing pages for the pipeline runs, comma list (default 1000,10000; --quick 300)")
     add("--no-pipeline", action="store_true", help="skip sluice run vs sluice crawl vs the stateful recipe")
     add("--finalize-pages", help="run sizes whose finalizing is measured (default 10000,50000; --quick: none)")
-    add("--max-minutes", type=float, default=30.0, help="runs that would start later are skipped")
+    add("--max-minutes", type=float, default=35.0, help="runs that would start later are skipped")
     add("--quiet-wait", type=float, default=120.0, help="total seconds to spend waiting for a quiet machine")
     add(
         "--no-docs",
@@ -176,7 +181,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.pages = args.pages or (300 if args.quick else 1000)
     args.concurrency = [int(c) for c in (args.concurrency or ("32" if args.quick else "8,32,128")).split(",")]
-    for name, default in (("rounds", 5), ("heavy_rounds", 5), ("docs_rounds", 2)):
+    for name, default in (("rounds", 5), ("heavy_rounds", 5), ("docs_rounds", 2), ("pipeline_rounds", 3)):
         chosen = getattr(args, name)
         setattr(args, name, chosen if chosen is not None else (1 if args.quick else default))
         if not 1 <= getattr(args, name) <= 20:
@@ -227,7 +232,11 @@ def main(argv: list[str] | None = None) -> None:
         "transports": [],
         "pipeline": [],
     }
-    result["config"]["pipeline"] = {"pages": args.pipeline_pages, "concurrency": PIPELINE_CONCURRENCY}
+    result["config"]["pipeline"] = {
+        "pages": args.pipeline_pages,
+        "concurrency": PIPELINE_CONCURRENCY,
+        "rounds": args.pipeline_rounds,
+    }
     print(f"bench: {args.pages} pages, {lat:g} ms latency, in flight {args.concurrency}, clients {args.clients}")
     with ServerProcess(books=args.pages * ITEMS_PER_PAGE, prerender=args.pages, latency_ms=lat) as server:
         print(f"server {server.base}: {args.pages} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
@@ -253,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
                 result["heavy"] += harness.cell(args.heavy_clients, args.heavy_rounds, server, pages, n)
         _checkpoint(result, stamp)
     if args.pipeline_pages:
-        result["pipeline"] = pipeline_runs(harness, args.pipeline_pages)
+        result["pipeline"] = pipeline_runs(harness, args.pipeline_pages, args.pipeline_rounds)
         _checkpoint(result, stamp)
     if args.finalize_pages:
         result["finalizer"] = finalizer_scale(args.finalize_pages, harness.left())
@@ -264,8 +273,10 @@ def main(argv: list[str] | None = None) -> None:
     _write(result, stamp, args)
 
 
-def pipeline_runs(harness: Harness, sizes: list[int]) -> list[Run]:
-    """At each size: the engine, a first and a nightly ``sluice run``, the stateful recipe; then the docs site."""
+def pipeline_runs(harness: Harness, sizes: list[int], n_rounds: int = 3) -> list[Run]:
+    """At each size: the engine and a first ``sluice run`` in ``n_rounds`` alternating rounds (their
+    ratio is a target, so the machine's drift must hit both alike), then a nightly run and the stateful
+    recipe once; then the docs site, the engine and a first run again in alternating rounds."""
     runs: list[Run] = []
     largest = max(sizes)
     n = PIPELINE_CONCURRENCY
@@ -273,12 +284,26 @@ def pipeline_runs(harness: Harness, sizes: list[int]) -> list[Run]:
         print(f"pipeline server {server.base}: {largest} pages pre-rendered in {server.prerender_s:.1f} s", flush=True)
         for pages in sizes:
             print(f"pipeline, {pages} listing pages, {n} in flight:", flush=True)
-            for client, variant in PIPELINE_CLIENTS:
-                runs.append(harness.run(client, server, pages, n, variant) | {"size": pages})
+            cell = pipeline_cell(harness, server, pages, PIPELINE_CLIENTS, n_rounds)
+            runs += [row | {"size": pages} for row in cell]
         print(f"pipeline, link-heavy docs site, {n} in flight:", flush=True)
-        for client in ("sluice", "pipeline"):
-            runs.append(harness.run(client, server, 2000, n, "docs") | {"size": "docs"})
+        docs = (("sluice", "docs"), ("pipeline", "docs"))
+        runs += [row | {"size": "docs"} for row in pipeline_cell(harness, server, 2000, docs, n_rounds)]
     return runs
+
+
+def pipeline_cell(
+    harness: Harness, server: ServerProcess, pages: int, clients: tuple[tuple[str, str], ...], n_rounds: int
+) -> list[Run]:
+    """The first two (client, variant) pairs in alternating rounds (A B, B A, ...), the rest once; a row
+    per pair, in ``clients`` order, each its median run with every round under ``rounds``."""
+    names = [f"{client}/{variant}" for client, variant in clients]
+    found: dict[str, list[Run]] = {name: [] for name in names}
+    for turn, (r, name) in enumerate(rounds.schedule(names[:2], n_rounds, names[2:])):
+        client, variant = name.split("/", 1)
+        measured = harness.run(client, server, pages, PIPELINE_CONCURRENCY, variant)
+        found[name].append(measured | {"round": r, "turn": turn})
+    return [rounds.combine(found[name]) for name in names]
 
 
 def finalizer_scale(sizes: list[int], budget_s: float = 1800.0) -> dict[str, Any]:

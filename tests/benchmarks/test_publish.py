@@ -151,6 +151,29 @@ def test_sluice_against_the_peer_is_judged_by_the_medians_of_its_rounds(tmp_path
     assert "sluice CPU-ms per 50 KB page (worst concurrency) | ≤ 1.2 ms | 1.10 ms" in page.read_text()
 
 
+def test_the_share_of_the_limit_is_held_against_aiohttp_and_selectolax_not_a_cpu_bound_peer(tmp_path: Path) -> None:
+    # Scrapy spends 5 ms a page, so its limit is its own 200 pages/s and 198 pages/s is 0.99 of it;
+    # Sluice and aiohttp + selectolax are bound by 32 in flight over 50 ms (640 pages/s).
+    sluice = _row("sluice", 32, [1.1, 1.1, 1.1], pps=580.0)
+    peer = _row("peer", 32, [1.5, 1.5, 1.5], pps=560.0)
+    scrapy = _row("scrapy", 32, [5.0], pps=198.0)
+    result = _result([sluice, peer, scrapy])
+
+    rows = report.comparison(result)
+    checks = {c["target"]: c for c in report.targets(result)}
+
+    assert rows[0]["share_vs_peer"] == pytest.approx(580 / 560)
+    assert rows[0]["share_verdict"] == "ahead"
+    share = checks["sluice share of the limit ÷ aiohttp + selectolax's, 50 KB listings (medians, worst concurrency)"]
+    assert share["verdict"] == "PASS"
+    assert share["value"] == pytest.approx(580 / 560)
+    cpu = checks["sluice CPU-ms a page ÷ the best peer's, 50 KB listings (medians, worst concurrency)"]
+    assert cpu["value"] == pytest.approx(1.1 / 1.5)
+    readme, page = _write(tmp_path, result)
+    assert f"| {580 / 560:.2f}, ahead |" in page.read_text()
+    assert f"| 0.91 | 0.88 | {580 / 560:.2f}, ahead |" in readme.read_text()
+
+
 def test_overlapping_ranges_are_within_the_spread_not_a_miss(tmp_path: Path) -> None:
     sluice = _row("sluice", 128, [1.30, 1.37, 1.45])  # median above the peer's, range reaching it
     peer = _row("peer", 128, [1.33, 1.34, 1.40])
@@ -224,3 +247,28 @@ def test_the_report_reads_the_newest_whole_run_by_default(tmp_path: Path, monkey
     assert "bench/results/bench-20261202-080000.json" in text
     assert "| 50 KB listings | 32 | 1.20 | 1.40 |" in text
     assert (tmp_path / "docs" / "benchmarks.md").read_text().startswith("# Benchmarks")
+
+
+def test_the_pipeline_and_the_engine_run_in_alternating_rounds_and_are_judged_by_their_medians() -> None:
+    started: list[tuple[str, str]] = []
+    pps = {"sluice": [600.0, 300.0, 610.0], "pipeline": [500.0, 490.0, 200.0]}  # one slow outlier each
+
+    class Recorded(run.Harness):
+        def run(self, client: str, server: object, pages: int, concurrency: int, variant: str = "") -> run.Run:
+            started.append((client, variant))
+            figures = pps.get(client, [100.0])
+            nth = sum(1 for c, _ in started if c == client) - 1
+            return _derived(client, concurrency, 1.5, figures[nth % len(figures)]) | {"variant": variant}
+
+    harness = Recorded(LATENCY, deadline=0.0, quiet_wait_left_s=0.0)
+    rows = run.pipeline_cell(harness, None, 1000, run.PIPELINE_CLIENTS, 3)  # type: ignore[arg-type]
+
+    engine, first, night = ("sluice", "default"), ("pipeline", "first"), ("pipeline", "nightly")
+    assert started == [engine, first, first, engine, engine, first, night, ("scrapy_stateful", "batched")]
+    assert [(r["client"], r["variant"]) for r in rows] == list(run.PIPELINE_CLIENTS)
+    assert [len(r["rounds"]) for r in rows] == [3, 3, 1, 1]
+    checks = report.pipeline_targets([r | {"size": 1000} for r in rows])
+    ratio = next(c for c in checks if c["target"] == "sluice run ÷ sluice crawl pages/s, 1,000 listing pages")
+    assert ratio["value"] == pytest.approx(490 / 600)  # medians, not one run against another
+    assert ratio["verdict"] == "within the spread"  # 200 ÷ 610 to 500 ÷ 300 reaches 0.8 both ways
+    assert ratio["detail"] == f"{200 / 610:.2f}–{500 / 300:.2f} over the rounds"
