@@ -337,8 +337,9 @@ def _mark_shared_keys(blocks: list[_Block], drops: set[bytes] = frozenset()) -> 
             buckets[key >> 56].append(key)
     shared: set[bytes] = set()
     for i, bucket in enumerate(buckets):
-        ordered = sorted(bucket)
-        shared.update(a.to_bytes(DIGEST_BYTES, "big") for a, b in itertools.pairwise(ordered) if a == b)
+        if len(set(bucket)) < len(bucket):  # most buckets hold no key twice: nothing to sort and walk
+            ordered = sorted(bucket)
+            shared.update(a.to_bytes(DIGEST_BYTES, "big") for a, b in itertools.pairwise(ordered) if a == b)
         buckets[i] = array("Q")  # each bucket's memory goes as soon as it is sorted
     shared |= drops
     if not shared:
