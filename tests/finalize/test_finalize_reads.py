@@ -251,3 +251,34 @@ def test_a_night_finalized_from_held_digests_writes_what_decoding_the_catalog_wr
     finally:
         store.close()
     assert held == decoding
+
+
+def test_the_local_frontier_pages_its_reads_alike_for_scan_and_held_digests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both reads page through the run by hash (one paged-query helper): a page of 2 rows gives what one read does."""
+    store = LocalStore.open(tmp_path / "state")
+    try:
+        frontier = store.frontier
+        results = [
+            PageResult(
+                f"https://books.example/{n}", 0, "seed", "fetched", counts=RecordCounts(1), digests=bytes([n]) * 16
+            )
+            for n in range(9)
+        ]
+        frontier.complete(RUN, [*results, PageResult("https://books.example/x", 0, "seed", "failed", status=500)])
+        whole = (list(frontier.scan(RUN)), list(frontier.held_digests(RUN)))
+        reads: list[tuple[Any, ...]] = []
+        execute = frontier._db.reading
+
+        def counted() -> Any:
+            reads.append(())
+            return execute()
+
+        monkeypatch.setattr("sluice.adapters.local.frontier._PAGE", 2)
+        monkeypatch.setattr(frontier._db, "reading", counted)
+        assert (list(frontier.scan(RUN)), list(frontier.held_digests(RUN))) == whole
+        assert len(reads) == (5 + 1) + (5 + 1)  # 10 rows then 9: five pages each, and the empty read that ends it
+        assert sorted(whole[1]) == sorted(r.digests for r in results)
+    finally:
+        store.close()

@@ -14,8 +14,11 @@ records are counted on neither side (``unknown_pages`` says how many such pages 
 
 from __future__ import annotations
 
+import itertools
 import struct
+import sys
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -23,6 +26,7 @@ from sluice.domain.pages import PageResult
 from sluice.domain.shards import Shard
 
 _RECORD = struct.Struct(">QQ")  # key digest, content digest (see sluice.domain.pages.record_digests)
+_LITTLE = sys.byteorder == "little"
 
 
 def _digests() -> array[int]:
@@ -58,7 +62,12 @@ class RecordChurn:
         if not digests:
             self.unknown_pages += 1
             return
-        side.extend(key for key, _ in _RECORD.iter_unpack(digests))
+        if len(digests) % _RECORD.size:
+            side.extend(key for key, _ in _RECORD.iter_unpack(digests))  # raises, as it always did
+        numbers = array("Q", digests)
+        if _LITTLE:
+            numbers.byteswap()  # the digests are big-endian
+        side.extend(numbers[::2])  # each record's key digest: no Python step per record
 
     def counts(self) -> tuple[int, int]:
         """``(previous, gone)`` over everything added here (one shard's pages, or a whole run in one place)."""
@@ -67,13 +76,9 @@ class RecordChurn:
 
 def sections(digests: Iterable[int], count: int) -> list[array[int]]:
     """Distinct digests, sorted, split into ``count`` key sections by their first bits."""
-    out = [array("Q") for _ in range(count)]
-    last = None
-    for key in sorted(digests):
-        if key != last:
-            out[Shard.of(key, count)].append(key)
-            last = key
-    return out
+    ordered = sorted(set(digests))
+    cuts = [0] + [bisect_left(ordered, Shard(k, count).lo) for k in range(1, count)] + [len(ordered)]
+    return [array("Q", ordered[a:b]) for a, b in itertools.pairwise(cuts)]
 
 
 def counts(before: Iterable[int], after: Iterable[int]) -> tuple[int, int]:

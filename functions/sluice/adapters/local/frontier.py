@@ -162,36 +162,36 @@ class SqliteFrontier:
 
     def held_digests(self, run_id: str, *, shard: Shard | None = None) -> Iterator[bytes]:
         """From the row's outcome and records columns and its result's one digests attribute: no result decoded."""
-        whole = shard or Shard(0, 1)
-        first, last = whole.partitions()[0][1], whole.partitions()[-1][2]
-        after = ""
-        while True:
-            with self._db.reading() as db:
-                rows = db.execute(
-                    f"SELECT url_hash, json_extract(result, '$.{codec.DIGESTS}') FROM urls "  # noqa: S608 - a constant
-                    "WHERE run_id = ? AND url_hash > ? AND url_hash >= ? AND url_hash <= ? AND done = 1 "
-                    "AND outcome IN ('fetched', 'not_modified', 'not_due') AND records > 0 "
-                    "ORDER BY url_hash LIMIT ?",
-                    (run_id, after, first, last, _PAGE),
-                ).fetchall()
-            if not rows:
-                return
-            for _, digests in rows:
-                yield base64.b64decode(digests) if digests else b""
-            after = rows[-1][0]
+        rows = self._paged(
+            f"SELECT url_hash, json_extract(result, '$.{codec.DIGESTS}') FROM urls "  # noqa: S608 - a constant
+            "WHERE run_id = ? AND url_hash > ? AND url_hash >= ? AND url_hash <= ? AND done = 1 "
+            "AND outcome IN ('fetched', 'not_modified', 'not_due') AND records > 0 "
+            "ORDER BY url_hash LIMIT ?",
+            run_id,
+            shard,
+        )
+        for _, digests in rows:
+            yield base64.b64decode(digests) if digests else b""
 
     def _rows(self, run_id: str, shard: Shard | None) -> Iterator[tuple[Any, ...]]:
         """The run's URL rows (of the shard's hash range) in hash order, a page of rows a read."""
+        return self._paged(
+            "SELECT url_hash, url, depth, origin, parent, result, link FROM urls "
+            "WHERE run_id = ? AND url_hash > ? AND url_hash >= ? AND url_hash <= ? ORDER BY url_hash LIMIT ?",
+            run_id,
+            shard,
+        )
+
+    def _paged(self, query: str, run_id: str, shard: Shard | None) -> Iterator[tuple[Any, ...]]:
+        """A query's rows of the run (of the shard's hash range) in hash order, :data:`_PAGE` rows a read, the lock
+        released between reads. ``query`` selects ``url_hash`` first and takes, in order, the run, the last hash
+        read, the range's first and last hash and the page's size."""
         whole = shard or Shard(0, 1)
         first, last = whole.partitions()[0][1], whole.partitions()[-1][2]
         after = ""
         while True:
             with self._db.reading() as db:
-                rows = db.execute(
-                    "SELECT url_hash, url, depth, origin, parent, result, link FROM urls "
-                    "WHERE run_id = ? AND url_hash > ? AND url_hash >= ? AND url_hash <= ? ORDER BY url_hash LIMIT ?",
-                    (run_id, after, first, last, _PAGE),
-                ).fetchall()
+                rows = db.execute(query, (run_id, after, first, last, _PAGE)).fetchall()
             if not rows:
                 return
             yield from rows

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -267,13 +268,32 @@ def position(source: str, offset: int, prefixes: tuple[str, ...]) -> bytes:
 
 
 def first_positions(blocks: list[_Block], prefixes: tuple[str, ...]) -> dict[int, bytes]:
-    """Each key digest the blocks hold (as an integer), with the place of its first copy among them."""
+    """Each key digest the blocks hold (as an integer), with the place of its first copy among them.
+
+    The blocks are taken last to first, each one's keys laid over the ones after it in one C-level
+    ``dict.update``: what stays is each key's first copy's place (the dict's order is not the keys' first order,
+    and nothing reads it in order)."""
     first: dict[int, bytes] = {}
-    for block in sorted(blocks, key=lambda b: (b.source, b.offset)):
-        where = position(block.source, block.offset, prefixes)
-        for key in _key_digests(block.digests):
-            first.setdefault(int.from_bytes(key, "big"), where)
+    for block in reversed(sorted(blocks, key=lambda b: (b.source, b.offset))):
+        first.update(dict.fromkeys(key_numbers(block.digests), position(block.source, block.offset, prefixes)))
     return first
+
+
+def key_numbers(packed: bytes) -> array[int]:
+    """The key digests of packed record digests (:data:`RECORD_DIGEST_BYTES` each) as integers, in order: one
+    array built from the bytes, no Python step per record (what ``int.from_bytes`` of each key's 8 bytes is)."""
+    whole = len(packed) - len(packed) % RECORD_DIGEST_BYTES
+    numbers = array("Q")
+    numbers.frombytes(packed[:whole] if whole != len(packed) else packed)
+    if _LITTLE:
+        numbers.byteswap()  # the digests are big-endian
+    keys = numbers[::2]
+    if whole != len(packed):  # a cut record (never written so): its key's bytes that are there, as before
+        keys.append(int.from_bytes(packed[whole : whole + DIGEST_BYTES], "big"))
+    return keys
+
+
+_LITTLE = sys.byteorder == "little"
 
 
 def _identity(line: bytes, decoder: json.JSONDecoder, typed: bool) -> tuple[str, str | None]:
@@ -313,12 +333,13 @@ def _mark_shared_keys(blocks: list[_Block], drops: set[bytes] = frozenset()) -> 
     """
     buckets: list[array[int]] = [array("Q") for _ in range(256)]
     for block in blocks:
-        for key in _key_digests(block.digests):
-            buckets[key[0]].append(int.from_bytes(key, "big"))
+        for key in key_numbers(block.digests):
+            buckets[key >> 56].append(key)
     shared: set[bytes] = set()
     for i, bucket in enumerate(buckets):
-        ordered = sorted(bucket)
-        shared.update(a.to_bytes(DIGEST_BYTES, "big") for a, b in itertools.pairwise(ordered) if a == b)
+        if len(set(bucket)) < len(bucket):  # most buckets hold no key twice: nothing to sort and walk
+            ordered = sorted(bucket)
+            shared.update(a.to_bytes(DIGEST_BYTES, "big") for a, b in itertools.pairwise(ordered) if a == b)
         buckets[i] = array("Q")  # each bucket's memory goes as soon as it is sorted
     shared |= drops
     if not shared:

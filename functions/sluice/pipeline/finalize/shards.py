@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import itertools
 import json
 import struct
 import time
-from collections import defaultdict
+from bisect import bisect_left
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from operator import itemgetter
 from typing import Any
 
 from sluice.domain import churn, tally
@@ -70,6 +73,7 @@ _COUNT = struct.Struct("<I")
 _ROW = struct.Struct("<QIQII")  # URL number, source index, offset, length, digest bytes
 _OUTPUT_KEY = struct.Struct(f">Q{POSITION_BYTES}sH")  # key digest, place of its first copy, its write group
 _DIGEST = struct.Struct(">Q")
+_OUTPUT_DIGEST = struct.Struct(f">Q{_OUTPUT_KEY.size - 8}x")  # an _OUTPUT_KEY row's digest alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,18 +159,11 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
     for block in blocks:
         groups[write_group(block.source, block.offset, prefixes[-1], region, attempt.count)].append(block)
     del blocks
-    output_keys: list[list[tuple[int, bytes, int]]] = [[] for _ in range(attempt.count)]
-    for group, held in enumerate(groups):
-        for digest, where in first_positions(held, prefixes).items():
-            output_keys[Shard.of(digest, attempt.count)].append((digest, where, group))
+    output_keys = _output_keys(groups, prefixes, attempt.count)
     after, before = churn.sections(keys.after, attempt.count), churn.sections(keys.before, attempt.count)
     plans = [_plan_bytes(held, missing if group == shard.index else 0) for group, held in enumerate(groups)]
     sections = plans + [
-        _COUNT.pack(len(out))
-        + _COUNT.pack(len(a))
-        + b"".join(_OUTPUT_KEY.pack(d, w, g) for d, w, g in sorted(out))
-        + a.tobytes()
-        + b.tobytes()
+        _COUNT.pack(len(out)) + _COUNT.pack(len(a)) + b"".join(out) + a.tobytes() + b.tobytes()
         for out, a, b in zip(output_keys, after, before, strict=True)
     ]
     services.objects.put(attempt.key(SCAN, shard.index, "bin"), _sectioned(_SCAN_MAGIC, sections), _BINARY)
@@ -180,6 +177,21 @@ def _scan(services: Services, run: RunState, spec: CrawlSpec, attempt: Attempt, 
         "seconds": round(time.monotonic() - started, 3),
     }
     services.objects.put(attempt.key(SCAN, shard.index, "json"), json.dumps(result).encode(), _JSON)
+
+
+def _output_keys(groups: list[list[_Block]], prefixes: tuple[str, ...], count: int) -> list[list[bytes]]:
+    """Per key section, the rows ``(key digest, place of its first copy, write group)`` of every key each group
+    holds, packed (:data:`_OUTPUT_KEY`) and sorted.
+
+    Packed big-endian at fixed widths, a row's bytes sort as its ``(digest, place, group)`` does, so the rows are
+    packed in one C-level ``map`` a group, sorted once as bytes, and cut at each section's first digest."""
+    rows: list[bytes] = []
+    for group, held in enumerate(groups):
+        first = first_positions(held, prefixes)
+        rows += map(_OUTPUT_KEY.pack, first.keys(), first.values(), itertools.repeat(group))
+    rows.sort()
+    cuts = [0, *(bisect_left(rows, _DIGEST.pack(Shard(k, count).lo)) for k in range(1, count)), len(rows)]
+    return [rows[a:b] for a, b in itertools.pairwise(cuts)]
 
 
 def write_group(source: str, offset: int, parts_prefix: str, region_bytes: int, count: int) -> int:
@@ -221,7 +233,7 @@ def _read_plan(data: bytes) -> tuple[list[_Block], int]:
 
 def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -> None:
     started = time.monotonic()
-    holders: dict[int, list[tuple[bytes, int]]] = defaultdict(list)  # key digest: (first place, write group)
+    outputs: list[bytes] = []  # each shard's rows of this section: (key digest, first place, write group)
     after: set[int] = set()
     before: list[int] = []
     row = services.objects.get_range(
@@ -234,12 +246,12 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
             continue
         n_out, n_after = _COUNT.unpack_from(data)[0], _COUNT.unpack_from(data, _COUNT.size)[0]
         at = 2 * _COUNT.size
-        for digest, where, group in _OUTPUT_KEY.iter_unpack(data[at : at + n_out * _OUTPUT_KEY.size]):
-            holders[digest].append((where, group))
+        outputs.append(data[at : at + n_out * _OUTPUT_KEY.size])
         at += n_out * _OUTPUT_KEY.size
         after.update(d for (d,) in _DIGEST_LE.iter_unpack(data[at : at + n_after * 8]))
         at += n_after * 8
         before.extend(d for (d,) in _DIGEST_LE.iter_unpack(data[at:]))
+    holders = _held_twice(outputs)
     drops: list[list[int]] = [[] for _ in range(attempt.count)]
     for digest, copies in holders.items():
         if len(copies) > 1:
@@ -265,6 +277,24 @@ def _keys(services: Services, run: RunState, attempt: Attempt, section: Shard) -
         "seconds": round(time.monotonic() - started, 3),
     }
     services.objects.put(attempt.key(KEYS, section.index, "json"), json.dumps(result).encode(), _JSON)
+
+
+def _held_twice(outputs: list[bytes]) -> dict[int, list[tuple[bytes, int]]]:
+    """The key digests the rows hold more than once (the scan shards' rows of one key section), each with its
+    copies ``(first place, write group)`` in the rows' order: the only keys a group may have to drop.
+
+    Most keys are held once: their digests are counted at C speed (``Counter`` over a ``map``), and only the
+    rows of a key counted twice are unpacked in Python."""
+    digests = Counter(map(itemgetter(0), itertools.chain.from_iterable(map(_OUTPUT_DIGEST.iter_unpack, outputs))))
+    held = sum(map(len, outputs)) // _OUTPUT_KEY.size
+    twice = {digest for digest, copies in digests.items() if copies > 1} if len(digests) < held else ()
+    holders: dict[int, list[tuple[bytes, int]]] = defaultdict(list)
+    if twice:
+        for rows in outputs:
+            for digest, where, group in _OUTPUT_KEY.iter_unpack(rows):
+                if digest in twice:
+                    holders[digest].append((where, group))
+    return holders
 
 
 # -- write -----------------------------------------------------------------------------------------------
