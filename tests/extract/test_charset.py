@@ -135,7 +135,7 @@ def test_parser_input_parses_like_the_decoded_text(body: bytes, content_type: st
     if isinstance(given, bytes):
         assert given is body
         assert encoding == "utf-8"
-        assert body.decode("utf-8") == text
+        assert body.decode("utf-8", "replace") == text
     else:
         assert given == text
     from_bytes, from_text = LexborHTMLParser(given), LexborHTMLParser(text)
@@ -150,7 +150,44 @@ def test_parser_input_hands_valid_utf8_over_as_bytes_and_the_rest_as_text() -> N
     cp1252 = CP1252_PAGE.encode("cp1252")
     assert parser_input(cp1252, "text/html") == CP1252_PAGE
     assert isinstance(parser_input(codecs.BOM_UTF8 + utf8, None), str)
-    assert isinstance(parser_input(b"<p>\xe9</p>", "text/html; charset=utf-8"), str)
+    assert isinstance(parser_input(b"<p>\xe9</p>", None), str)  # undeclared and not UTF-8: windows-1252
+
+
+def test_a_page_declaring_utf8_goes_as_bytes_unchecked_and_parses_as_decode_html_decodes_it() -> None:
+    """Declared UTF-8 (header or meta) is decoded as UTF-8 whatever the bytes hold, so the bytes go to
+    lexbor as they are, not checked first: lexbor turns each bad sequence into U+FFFD as Python does."""
+    for body, content_type in (
+        (b"<p title='a\xe9b'>\xe9</p>", "text/html; charset=utf-8"),
+        (b'<meta charset="utf-8"><p>\xff\xc3(</p>', None),
+        (b'<meta charset="utf-16"><p>\xe2\x82</p>', "text/html"),
+    ):
+        assert parser_input(body, content_type) is body
+        text, encoding = decode_html(body, content_type)
+        assert encoding == "utf-8"
+        assert "\ufffd" in text
+        from_bytes, from_text = LexborHTMLParser(body), LexborHTMLParser(text)
+        assert from_bytes.html == from_text.html
+        titles = [[p.attrs.get("title") for p in tree.css("p")] for tree in (from_bytes, from_text)]
+        assert titles[0] == titles[1]
+
+
+def test_lexbor_replaces_bad_utf8_as_pythons_decoder_does_on_random_bytes() -> None:
+    """What handing declared UTF-8 over unchecked rests on, for every kind of bad or cut sequence, in
+    text and in attribute values: lexbor's tree of the bytes is the tree of their replace-decoded text."""
+    rng = random.Random(2048)
+    bad_pages = 0
+    for _ in range(400):
+        inner = _random_utf8ish(rng, rng.randrange(1, 200))
+        if rng.random() < 0.3:  # cut anywhere, as max_body_bytes does
+            inner = inner[: rng.randrange(0, len(inner) + 1)]
+        body = b"<div title='" + inner.replace(b"'", b"") + b"'>" + inner
+        text, encoding = decode_html(body, "text/html; charset=utf-8")
+        assert encoding == "utf-8"
+        bad_pages += "\ufffd" in text
+        from_bytes, from_text = LexborHTMLParser(body), LexborHTMLParser(text)
+        assert from_bytes.html == from_text.html, body
+        assert from_bytes.text() == from_text.text(), body
+    assert bad_pages > 100
 
 
 def test_a_large_body_is_checked_in_pieces_as_strictly_as_whole() -> None:
@@ -167,10 +204,10 @@ def test_a_large_body_is_checked_in_pieces_as_strictly_as_whole() -> None:
         straddling + b"\xff" + b"c" * 10,  # an invalid byte in the last piece
         straddling + euro[:2],  # a body cut short inside its last character
         straddling[:VALIDATE_CHUNK] + b"\xed\xa0\x80" + straddling[VALIDATE_CHUNK:],  # an encoded surrogate
-    ):
-        given = parser_input(bad, "text/html; charset=utf-8")
-        assert given == decode_html(bad, "text/html; charset=utf-8")[0]
-        assert "\ufffd" in given
+    ):  # undeclared: the check decides (valid UTF-8, else windows-1252)
+        given = parser_input(bad, None)
+        assert given == decode_html(bad, None)[0]
+        assert isinstance(given, str)
 
 
 def _random_utf8ish(rng: random.Random, length: int) -> bytes:
