@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from sluice.extraction.limits import (
     check_nesting,
     nesting_depth,
     page_budget,
+    tag_marks,
 )
 from sluice.spec import CrawlSpec
 from sluice_tools.demosite.catalogue import Catalogue
@@ -88,3 +90,16 @@ def test_the_budget_holds_only_within_a_page() -> None:
     charge(1e9, "outside any page")  # nothing to charge
     with page_budget(0.5), pytest.raises(PageTooComplex, match="over its time budget"):
         charge(0.6, "a step bound to cost 0.6 s")
+
+
+def test_tag_marks_counts_every_lt_in_bytes_and_in_text_sparse_or_dense() -> None:
+    rng = random.Random(18)
+    pages = [b"", b"<", b"<" * 9_000, b"x" * 8_192 + b"<", b"<div>" * 20_000, "é<p>".encode() * 5_000]
+    for gap in (1, 5, 47, 88, 400, 10_000):  # dense to sparse
+        body = bytearray(rng.randbytes(rng.randrange(8_000, 60_000)).replace(b"<", b"a"))
+        for at in range(rng.randrange(gap), len(body), gap):
+            body[at] = 0x3C
+        pages += [bytes(body), bytes(body[:8_192]), bytes(body[:8_193]), b"<" + bytes(body) + b"<"]
+    for page in pages:
+        assert tag_marks(page) == page.count(b"<")
+        assert tag_marks(page.decode("latin-1")) == page.count(b"<")

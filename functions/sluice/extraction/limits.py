@@ -6,7 +6,7 @@ time grows with tags times depth. lexbor took 0.04 s for 5,000 nested ``<div>``\
 the batch timed out. Browsers stop nesting at 512 elements; a page deeper than :data:`MAX_DEPTH`
 is refused unparsed, as failed, with its reason.
 
-The check costs one C-level ``count`` of ``<`` for almost every page: a page with at most
+The check costs one C-level count of ``<`` (:func:`tag_marks`) for almost every page: a page with at most
 :data:`FEW_TAGS` tags cannot be deep enough to matter. Nested ``<div>``, ``<ul>`` or ``<section>``
 are the worst case, and lexbor parses 4,096 of them in 11 ms, 8,192 in 41 ms, 12,288 in 95 ms and
 16,384 in 220 ms (quadratic); a realistic 400 KB page, with icons and data-* attributes on every
@@ -110,10 +110,26 @@ def charge(cost_s: float, what: str) -> None:
         raise PageTooComplex(f"extraction over its time budget of {EXTRACTION_S:g} s a page: {what}")
 
 
+def tag_marks(html: str | bytes) -> int:
+    """How many ``<`` ``html`` holds, counted at C speed.
+
+    Bytes are counted by deleting the byte: ``replace`` finds each ``<`` with ``memchr`` and copies the
+    runs between, 89 µs a realistic 400 KB page (one ``<`` in 88 bytes) and 15 µs a 50 KB one, where
+    ``bytes.count`` of one byte tests every byte in a loop (145 and 20 µs). Deletion costs about 13 ns
+    a ``<`` more, so the densest pages pay most: 1.3–1.4 ms for 400 KB of ``<br>``, ``<i>x</i>`` or
+    ``<p>x`` against 0.19 ms by ``count``, and 3.5–6% of those pages' 24–40 ms parse, within the
+    guard's tenth of it. Text (a page decoded from another charset) is counted by ``str.count``:
+    ``str.replace`` has no such shortcut.
+    """
+    if isinstance(html, bytes):
+        return len(html) - len(html.replace(b"<", b""))
+    return html.count("<")
+
+
 def check_nesting(html: str | bytes) -> int:
     """Raise :class:`PageTooComplex` when ``html`` nests more than :data:`MAX_DEPTH` elements; else
     the page's count of ``<`` (its tags, about), which extraction uses to choose how it queries."""
-    tags = html.count(b"<") if isinstance(html, bytes) else html.count("<")
+    tags = tag_marks(html)
     if tags > FEW_TAGS and _scanned_depth(html, MAX_DEPTH + 1) > MAX_DEPTH:
         raise PageTooComplex(
             f"HTML nests more than {MAX_DEPTH} elements deep: not parsed (parse time grows with depth)"
@@ -126,7 +142,7 @@ def nesting_depth(html: str | bytes, *, stop_at: int | None = None) -> int:
 
     Stops once ``stop_at`` is reached.
     """
-    tags = html.count(b"<") if isinstance(html, bytes) else html.count("<")
+    tags = tag_marks(html)
     return 0 if tags <= FEW_TAGS else _scanned_depth(html, stop_at)
 
 
