@@ -8,8 +8,9 @@ the per-page path writes to a table.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 Outcome = Literal["fetched", "not_modified", "not_due", "failed", "skipped"]
@@ -264,6 +265,17 @@ class PageResult:
     def records(self) -> int:
         return self.counts.total
 
+    def but(self, **changes: Any) -> PageResult:
+        """``dataclasses.replace(self, **changes)``, in 10 µs instead of 17: a visit's result is remade twice a
+        page (its timing and type, then its block in the part), and ``replace`` reads each of the 33 fields by name."""
+        values = list(_RESULT_VALUES(self))
+        try:
+            for name, value in changes.items():
+                values[_RESULT_FIELDS[name]] = value
+        except KeyError as exc:
+            raise TypeError(f"PageResult has no field {exc.args[0]!r}") from None
+        return PageResult(*values)
+
     @property
     def holds_records(self) -> bool:
         """The page's records are this run's: it was fetched, or reused (not modified, not due)."""
@@ -286,6 +298,11 @@ class PageResult:
             interval=self.interval,
             archive=self.archive if self.holds_records else None,
         )
+
+
+_RESULT_FIELDS = {f.name: n for n, f in enumerate(fields(PageResult))}
+"""Each field of a result by its position in ``PageResult(...)``'s arguments (every field is one)."""
+_RESULT_VALUES = operator.attrgetter(*_RESULT_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,29 +98,42 @@ class SqliteFrontier:
         ]
 
     def complete(self, run_id: str, results: Sequence[PageResult]) -> list[bool]:
+        """Each result written if its URL is not done yet (a conditional write a URL, as DynamoDB's): which were.
+
+        In one transaction: the URLs already done are read first (at most 500 a statement), then every other
+        result is written in one ``executemany``; a URL twice in ``results`` counts its first result only."""
+        rows = [
+            (
+                run_id,
+                url_hash(r.url),
+                r.url,
+                r.depth,
+                r.origin,
+                r.parent,
+                r.outcome,
+                r.records,
+                _dump(r),
+            )
+            for r in results
+        ]
         counted: list[bool] = []
         with self._db.transaction() as db:
-            for result in results:
-                row = db.execute(
-                    "INSERT INTO urls (run_id, url_hash, url, depth, origin, parent, done, outcome, records, result) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?) "
-                    "ON CONFLICT (run_id, url_hash) DO UPDATE SET done = 1, outcome = excluded.outcome, "
-                    "records = excluded.records, result = excluded.result, "
-                    "parent = COALESCE(urls.parent, excluded.parent) WHERE urls.done = 0 "
-                    "RETURNING url_hash",
-                    (
-                        run_id,
-                        url_hash(result.url),
-                        result.url,
-                        result.depth,
-                        result.origin,
-                        result.parent,
-                        result.outcome,
-                        result.records,
-                        _dump(result),
-                    ),
-                ).fetchone()
-                counted.append(row is not None)
+            done = self._done(db, run_id, [row[1] for row in rows])
+            writes = []
+            for row in rows:
+                fresh = row[1] not in done
+                counted.append(fresh)
+                if fresh:
+                    done.add(row[1])
+                    writes.append(row)
+            db.executemany(
+                "INSERT INTO urls (run_id, url_hash, url, depth, origin, parent, done, outcome, records, result) "
+                "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?) "
+                "ON CONFLICT (run_id, url_hash) DO UPDATE SET done = 1, outcome = excluded.outcome, "
+                "records = excluded.records, result = excluded.result, "
+                "parent = COALESCE(urls.parent, excluded.parent) WHERE urls.done = 0",
+                writes,
+            )
             won = [r for r, ok in zip(results, counted, strict=True) if ok]
             _counts(db, run_id)
             db.execute(
@@ -128,6 +141,22 @@ class SqliteFrontier:
                 (len(won), sum(r.records for r in won), sum(r.outcome == "failed" for r in won), run_id),
             )
         return counted
+
+    @staticmethod
+    def _done(db: sqlite3.Connection, run_id: str, hashes: Sequence[str]) -> set[str]:
+        """Which of ``hashes`` the run has done (inside the caller's transaction)."""
+        done: set[str] = set()
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            done.update(
+                h
+                for (h,) in db.execute(
+                    f"SELECT url_hash FROM urls WHERE run_id = ? AND done = 1 "  # noqa: S608 - placeholders only
+                    f"AND url_hash IN ({','.join('?' * len(chunk))})",
+                    (run_id, *chunk),
+                )
+            )
+        return done
 
     def replace(self, run_id: str, results: Sequence[PageResult]) -> int:
         replaced = 0

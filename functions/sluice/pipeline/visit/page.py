@@ -99,8 +99,7 @@ class PageVisitor:
     def _annotate(self, visit: Visit, fetcher: PageFetcher, ms: int) -> None:
         """The visit's result with what the batch knows of it: its time, type, rule, carried data and route."""
         task = visit.task
-        visit.result = replace(
-            visit.result,
+        visit.result = visit.result.but(
             ms=ms,
             type=page_type(self.spec, visit),
             via=task.via,

@@ -81,9 +81,8 @@ class RecordsPart:
         if not records:
             return result
         start = len(self.body)
-        for record in records:
-            self.body += record_line(record).encode()
-        return replace(result, block=PartBlock(self.part_id, start, len(self.body) - start))
+        self.body += "".join(map(record_line, records)).encode()  # one encode and one append a page, not a record
+        return result.but(block=PartBlock(self.part_id, start, len(self.body) - start))
 
 
 def skipped_result(task: UrlTask, reason: str) -> PageResult:
@@ -227,6 +226,9 @@ def classify_records(
 
 def unique_records(records: list[Record]) -> list[Record]:
     """A page's records, each key once (the first), as the run's output holds them."""
+    identities = [r.identity for r in records]
+    if len(set(identities)) == len(identities):
+        return records  # the usual page: no key twice, nothing to copy
     seen: set[str] = set()
     unique = []
     for record in records:
