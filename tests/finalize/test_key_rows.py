@@ -13,9 +13,9 @@ from collections import defaultdict
 import pytest
 
 from sluice.domain import churn
-from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES
+from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, key_numbers
 from sluice.domain.shards import Shard
-from sluice.pipeline.finalize.output import _Block, _mark_shared_keys, first_positions, key_numbers, position
+from sluice.pipeline.finalize.output import _Block, _mark_shared_keys, first_positions, position
 from sluice.pipeline.finalize.shards import _OUTPUT_KEY, _held_twice, _output_keys
 
 PREFIXES = ("runs/crawl=c/run=old/records/", "work/crawl=c/run=new/parts/")

@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import itertools
 import struct
-import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sluice.domain.pages import PageResult
+from sluice.domain.pages import PageResult, key_numbers
 from sluice.domain.shards import Shard
 
 _RECORD = struct.Struct(">QQ")  # key digest, content digest (see sluice.domain.pages.record_digests)
-_LITTLE = sys.byteorder == "little"
 
 
 def _digests() -> array[int]:
@@ -64,10 +62,7 @@ class RecordChurn:
             return
         if len(digests) % _RECORD.size:
             side.extend(key for key, _ in _RECORD.iter_unpack(digests))  # raises, as it always did
-        numbers = array("Q", digests)
-        if _LITTLE:
-            numbers.byteswap()  # the digests are big-endian
-        side.extend(numbers[::2])  # each record's key digest: no Python step per record
+        side.extend(key_numbers(digests))  # each record's key digest: no Python step per record
 
     def counts(self) -> tuple[int, int]:
         """``(previous, gone)`` over everything added here (one shard's pages, or a whole run in one place)."""

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sluice.domain.layout import index_key, manifest_key, part_key, records_file, records_prefix
-from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, digest, url_number
+from sluice.domain.pages import DIGEST_BYTES, RECORD_DIGEST_BYTES, UrlEntry, digest, key_numbers, url_number
 from sluice.domain.shards import Shard
 from sluice.extraction.extract import record_identity
 from sluice.pipeline.finalize.page_index import (
@@ -277,23 +276,6 @@ def first_positions(blocks: list[_Block], prefixes: tuple[str, ...]) -> dict[int
     for block in reversed(sorted(blocks, key=lambda b: (b.source, b.offset))):
         first.update(dict.fromkeys(key_numbers(block.digests), position(block.source, block.offset, prefixes)))
     return first
-
-
-def key_numbers(packed: bytes) -> array[int]:
-    """The key digests of packed record digests (:data:`RECORD_DIGEST_BYTES` each) as integers, in order: one
-    array built from the bytes, no Python step per record (what ``int.from_bytes`` of each key's 8 bytes is)."""
-    whole = len(packed) - len(packed) % RECORD_DIGEST_BYTES
-    numbers = array("Q")
-    numbers.frombytes(packed[:whole] if whole != len(packed) else packed)
-    if _LITTLE:
-        numbers.byteswap()  # the digests are big-endian
-    keys = numbers[::2]
-    if whole != len(packed):  # a cut record (never written so): its key's bytes that are there, as before
-        keys.append(int.from_bytes(packed[whole : whole + DIGEST_BYTES], "big"))
-    return keys
-
-
-_LITTLE = sys.byteorder == "little"
 
 
 def _identity(line: bytes, decoder: json.JSONDecoder, typed: bool) -> tuple[str, str | None]:
