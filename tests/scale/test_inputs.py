@@ -88,3 +88,83 @@ def test_the_grid_plays_every_size_over_every_host_count() -> None:
         (10_000_000, 1000, "even"),
         (10_000_000, 1000, "zipf"),
     ]
+
+
+def _bench_row(client: str, variant: str, pages: int, peak_rss_mb: float, cpu_s: float = 1.0) -> dict[str, object]:
+    return {"client": client, "variant": variant, "pages_ok": pages, "peak_rss_mb": peak_rss_mb, "cpu_s": cpu_s}
+
+
+def _bench(rows: list[dict[str, object]]) -> dict[str, object]:
+    final = {"pages": 100, "ms_per_page": 0.2, "bytes_read_per_page": 1.0, "bytes_written_per_page": 1.0}
+    return {"started": "T", "pipeline": rows, "finalizer": {"100": {"first": final | {"rss_rise_mb": 1.0}}}}
+
+
+def _scenario(pages: int, calls: dict[str, int], wru: float, sqs: int) -> dict[str, object]:
+    return {
+        "label": "demo crawl, first run",
+        "pages": pages,
+        "calls": calls,
+        "dynamodb": {"wru": wru, "rru": 0.0},
+        "sqs_billed_requests": sqs,
+        "log_bytes": 0,
+    }
+
+
+def _cost(big: dict[str, object], small: dict[str, object] | None) -> dict[str, object]:
+    report: dict[str, object] = {"when": "T", "site_latency_ms": 300, "scenarios": [big]}
+    if small is not None:
+        report["small_scenarios"] = [small]
+    return report
+
+
+def _write(tmp_path: Path, cost: dict[str, object], bench: dict[str, object]) -> tuple[Path, Path]:
+    cost_file, bench_file = tmp_path / "cost-latest.json", tmp_path / "latest.json"
+    cost_file.write_text(json.dumps(cost), encoding="utf-8")
+    bench_file.write_text(json.dumps(bench), encoding="utf-8")
+    return cost_file, bench_file
+
+
+def test_a_fetchers_memory_is_the_engines_not_the_local_runs_or_a_peers(tmp_path: Path) -> None:
+    # As make bench records them: `sluice run`'s nightly variant peaks highest (the local store, the local
+    # finalize and the first run before it, in one process), the peer next; the engine fetches and extracts.
+    rows = [
+        _bench_row("sluice", "default", 1000, 82.6),
+        _bench_row("pipeline", "first", 1000, 182.7),
+        _bench_row("sluice", "default", 10000, 84.9),
+        _bench_row("pipeline", "first", 10000, 224.1),
+        _bench_row("pipeline", "nightly", 10000, 250.0),
+        _bench_row("scrapy_stateful", "batched", 10000, 130.9),
+    ]
+    big = _scenario(2000, {"s3.PutObject": 40}, 2000.0, 60)
+    cost_file, bench_file = _write(tmp_path, _cost(big, None), _bench(rows))
+    figures = measured(cost_file, bench_file)
+    assert figures.fetcher_rss_mb == 84.9
+    assert "engine run" in figures.sources["process memory"]
+    assert "10,000 pages" in figures.sources["process memory"]
+    cost_file, bench_file = _write(tmp_path, _cost(big, None), _bench(rows[1:2]))
+    with pytest.raises(InputFileError, match="no engine run"):
+        measured(cost_file, bench_file)
+
+
+def test_a_pages_calls_are_the_slope_between_two_sizes_and_s3_counts_by_price_class(tmp_path: Path) -> None:
+    # make cost's 2,000- and 500-page demo first runs (2026-12-03): a run's fixed calls (the finalizer's shard
+    # objects, the manifest, robots.txt) are 20 PUTs and 21 GETs, a page's 0.010 and 0.0133 (a part a batch, read
+    # back once); dividing the big run by its pages made them 0.020 and 0.024.
+    big = _scenario(2000, {"s3.PutObject": 40, "s3.GetObject": 48, "sqs.ReceiveMessage": 21}, 2031.0, 63)
+    small = _scenario(500, {"s3.PutObject": 25, "s3.GetObject": 28}, 516.0, 18)
+    rows = [_bench_row("sluice", "default", 100, 80.0), _bench_row("pipeline", "first", 100, 90.0)]
+    cost_file, bench_file = _write(tmp_path, _cost(big, small), _bench(rows))
+    figures = measured(cost_file, bench_file)
+    assert figures.s3_puts == pytest.approx(15 / 1500)
+    assert figures.s3_gets == pytest.approx(20 / 1500)
+    assert figures.write_units == pytest.approx(1515 / 1500)
+    assert figures.sqs_requests == pytest.approx(45 / 1500)
+    assert "slope from 500 to 2,000 pages" in figures.sources["calls, units and bytes a page"]
+    assert (figures.run_s3_puts, figures.run_s3_gets) == pytest.approx((20, 48 - 2000 * 20 / 1500))
+    # Multipart uploads and LIST are PUT-class, HEAD GET-class, DELETE free (as make cost prices them).
+    calls = {"s3.CreateMultipartUpload": 1, "s3.UploadPart": 3, "s3.CompleteMultipartUpload": 1}
+    calls |= {"s3.ListObjectsV2": 1, "s3.HeadObject": 2, "s3.GetObject": 4, "s3.DeleteObject": 5}
+    cost_file, bench_file = _write(tmp_path, _cost(_scenario(10, calls, 10.0, 1), None), _bench(rows))
+    figures = measured(cost_file, bench_file)
+    assert figures.s3_puts == pytest.approx(6 / 10)
+    assert figures.s3_gets == pytest.approx(6 / 10)

@@ -219,6 +219,21 @@ units a second). The 100M-URL night over 10,000 hosts, even, with more fetchers
 ## Where each number comes from
 
 {settings_table(stack, site, figures, quotas)}
+A page's calls, units and log bytes are the slope between `make cost`'s two runs of its scenario (what a
+page adds), never one run divided by its pages: a run makes about {figures.run_s3_puts:.0f} S3 PUTs and
+{figures.run_s3_gets:.0f} GETs whatever its size (the finalize shard's plan, scan, keys and write objects and
+their indexes, the manifest, summary and page index, robots.txt, the Parquet copy's state), which the
+sharded finalizer, the fan-out's backlog and the Parquet copy added and which, spread over a 2,000-page
+run, read as a page's. A page's own are a PUT of its batch's part and a ranged GET of it by the finalizer,
+and the fan-out's backlog GET a wave (a host's 200 URLs at the default cap), which the model also counts
+from the waves it plays (a GET a wave counted twice). S3 requests count by price class, as `make cost`
+prices them (`sluice_tools.meter.prices`: PUT, COPY, POST, LIST and multipart uploads; GET and HEAD): the
+metered runs make only PutObject and GetObject, so the 3,500 PUTs and 5,500 GETs a second a prefix takes
+count the same requests. A fetcher's memory is the engine's peak RSS (fetch and extract at the spec's
+concurrency: flat from 1,000 to 10,000 pages, as a fetcher's batch is whatever the night's size), not
+`sluice run`'s, whose process also holds the local store and finalizes, and whose nightly variant runs
+the first run before it.
+
 AWS's limits, from `tools/sluice_tools/scale/quotas.yaml` (one entry a limit, with its source):
 
 {quota_table(quotas)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from infra.config import DEFAULT, StackConfig
 from sluice.adapters.aws.queue import SqsQueue
 from sluice.pipeline.start.fanout import CHUNK
 from sluice.spec.models import Politeness
+from sluice_tools.meter.prices import s3_request_class
 
 ROOT = Path(__file__).resolve().parents[3]
 COST_FILE = ROOT / "bench" / "results" / "cost-latest.json"
@@ -143,6 +145,7 @@ class Measured:
     cpu_s: float
     """CPU a page costs the fetcher (``sluice run``'s whole pipeline, first run, on this machine)."""
     fetcher_rss_mb: float
+    """A fetcher's memory: the engine's peak RSS (fetch and extract at the spec's concurrency, no local store)."""
     finalize_s: float
     """The finalizer's own time a page (counting, digests, copying; local files)."""
     finalize_bytes: float
@@ -152,6 +155,10 @@ class Measured:
     site_latency_s: float
     """The site latency `make cost` priced Lambda at."""
     sources: dict[str, str]
+    run_s3_puts: float = 0.0
+    """S3 PUT-class requests a run makes whatever its size (the intercept of the two sizes `make cost` ran)."""
+    run_s3_gets: float = 0.0
+    """S3 GET-class requests a run makes whatever its size."""
 
 
 def _get(data: Any, path: str, file: Path) -> Any:
@@ -176,42 +183,83 @@ def _read(file: Path) -> dict[str, Any]:
     return data
 
 
+def _s3_class(calls: dict[str, Any], wanted: str) -> float:
+    """A run's S3 requests of one price class (``sluice_tools.meter.prices.s3_request_class``, as `make cost`
+    prices them): PUT-class is PUT, COPY, POST and LIST (multipart uploads included), GET-class GET and HEAD."""
+    return float(sum(n for op, n in calls.items() if op.startswith("s3.") and s3_request_class(op[3:]) == wanted))
+
+
 def measured(cost_file: Path = COST_FILE, bench_file: Path = BENCH_FILE, scenario: str = COST_SCENARIO) -> Measured:
-    """The per-page figures, read from the two results files."""
+    """The per-page figures, read from the two results files.
+
+    A page's calls are the slope between `make cost`'s run and its smaller run of the same scenario (as
+    ``bench/cost_report.per_million`` prices them): a run's fixed calls (the finalizer's shard objects, the
+    manifest and summary, robots.txt, the Parquet copy's state) are not a page's, and the model plays the
+    finalizer's shards itself. A report without the smaller run divides its one run by its pages."""
     cost, bench = _read(cost_file), _read(bench_file)
     runs = [s for s in _get(cost, "scenarios", cost_file) if s.get("label") == scenario]
     if not runs:
         raise InputFileError(f"{cost_file.name}: no scenario {scenario!r}")
     run = runs[0]
     pages = float(_get(run, "pages", cost_file))
-    calls = _get(run, "calls", cost_file)
-    firsts = [
-        p for p in _get(bench, "pipeline", bench_file) if p.get("client") == "pipeline" and p.get("variant") == "first"
+    smalls = [
+        s
+        for s in cost.get("small_scenarios", [])
+        if s.get("label") == scenario and 0 < float(s.get("pages", 0)) < pages
     ]
+    small = smalls[0] if smalls else None
+
+    def per_page(of: Callable[[dict[str, Any]], Any]) -> float:
+        if small is None:
+            return float(of(run)) / pages
+        return max(0.0, (float(of(run)) - float(of(small))) / (pages - float(small["pages"])))
+
+    def per_run(of: Callable[[dict[str, Any]], Any]) -> float:
+        return max(0.0, float(of(run)) - per_page(of) * pages)
+
+    def calls(s: dict[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = _get(s, "calls", cost_file)
+        return found
+
+    calls(run)  # a report without its calls is named before the bench file is read
+    pipeline = _get(bench, "pipeline", bench_file)
+    firsts = [p for p in pipeline if p.get("client") == "pipeline" and p.get("variant") == "first"]
     if not firsts:
         raise InputFileError(f"{bench_file.name}: no pipeline first run")
     first = max(firsts, key=lambda p: p["pages_ok"])
+    # A fetcher invocation fetches and extracts one batch at the spec's concurrency: the engine's process, whose
+    # memory does not grow with the run. Not `sluice run`'s: that process also holds the local store, the local
+    # finalize and (its nightly variant) the first run's peak before it.
+    engines = [p for p in pipeline if p.get("client") == "sluice" and p.get("variant") == "default"]
+    if not engines:
+        raise InputFileError(f"{bench_file.name}: no engine run (client 'sluice', variant 'default')")
+    engine = max(engines, key=lambda p: p["pages_ok"])
     finals = _get(bench, "finalizer", bench_file)
     biggest = max(finals, key=int)
     final = _get(finals, f"{biggest}.first", bench_file)
     final_pages = float(final["pages"])
+    slope = "" if small is None else f", slope from {int(small['pages']):,} to {int(pages):,} pages"
     return Measured(
-        write_units=float(_get(run, "dynamodb.wru", cost_file)) / pages,
-        read_units=float(_get(run, "dynamodb.rru", cost_file)) / pages,
-        s3_puts=sum(v for k, v in calls.items() if k in ("s3.PutObject", "s3.CopyObject")) / pages,
-        s3_gets=sum(v for k, v in calls.items() if k.startswith("s3.") and k not in ("s3.PutObject", "s3.CopyObject"))
-        / pages,
-        sqs_requests=float(_get(run, "sqs_billed_requests", cost_file)) / pages,
-        log_bytes=float(_get(run, "log_bytes", cost_file)) / pages,
+        write_units=per_page(lambda s: _get(s, "dynamodb.wru", cost_file)),
+        read_units=per_page(lambda s: _get(s, "dynamodb.rru", cost_file)),
+        s3_puts=per_page(lambda s: _s3_class(calls(s), "put")),
+        s3_gets=per_page(lambda s: _s3_class(calls(s), "get")),
+        sqs_requests=per_page(lambda s: _get(s, "sqs_billed_requests", cost_file)),
+        log_bytes=per_page(lambda s: _get(s, "log_bytes", cost_file)),
         cpu_s=float(first["cpu_s"]) / float(first["pages_ok"]),
-        fetcher_rss_mb=max(float(p["peak_rss_mb"]) for p in _get(bench, "pipeline", bench_file)),
+        fetcher_rss_mb=float(engine["peak_rss_mb"]),
         finalize_s=float(final["ms_per_page"]) / 1000,
         finalize_bytes=float(final["bytes_read_per_page"]) + float(final["bytes_written_per_page"]),
         finalize_mb=float(final["rss_rise_mb"]) / final_pages,
         site_latency_s=float(_get(cost, "site_latency_ms", cost_file)) / 1000,
+        run_s3_puts=per_run(lambda s: _s3_class(calls(s), "put")),
+        run_s3_gets=per_run(lambda s: _s3_class(calls(s), "get")),
         sources={
-            "calls, units and bytes a page": f"{_shown(cost_file)} ({_get(cost, 'when', cost_file)}, {scenario!r})",
+            "calls, units and bytes a page": f"{_shown(cost_file)} ({_get(cost, 'when', cost_file)}, "
+            f"{scenario!r}{slope})",
             "CPU and memory a page": f"{_shown(bench_file)} ({_get(bench, 'started', bench_file)}, "
             f"pipeline first run of {int(first['pages_ok']):,} pages; finalizer at {int(final_pages):,} pages)",
+            "process memory": f"peak RSS of `make bench`'s engine run (fetch and extract, no local store) of "
+            f"{int(engine['pages_ok']):,} pages, {_shown(bench_file)} ({_get(bench, 'started', bench_file)})",
         },
     )

@@ -178,7 +178,7 @@ def settings_table(stack: Stack, site: Site, measured: Measured, quotas: Quotas)
             f"(at 100 MB/s), {measured.finalize_mb * 1000:.2f} KB",
             measured.sources["CPU and memory a page"],
         ),
-        ("process base memory", f"{measured.fetcher_rss_mb:.0f} MB", "peak RSS of `make bench`'s pipeline runs"),
+        ("process base memory", f"{measured.fetcher_rss_mb:.0f} MB", measured.sources["process memory"]),
     ]
     body = "".join(f"| {name} | {value} | {source} |\n" for name, value, source in rows)
     return "| input | value | from |\n|---|---|---|\n" + body
