@@ -114,7 +114,7 @@ def test_the_parquet_rows_are_counted_by_the_copy_not_by_reading_the_file_back(
         def close(self) -> None:
             self.db.close()
 
-    monkeypatch.setattr(parquet.duckdb, "connect", lambda *a, **k: Recording(connect(*a, **k)))
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: Recording(connect(*a, **k)))
     local.shrink(2)
     result = local.run()
     (folder,) = local.said["parquet"]
