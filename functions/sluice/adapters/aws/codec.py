@@ -172,6 +172,7 @@ def result_from_plain(plain: Mapping[str, Any]) -> PageResult:
     proxy = get("px")
     failures = get("pf")
     archive = get("a")
+    missing, rejected, dropped = get("m"), get("j"), get("cd")
     return result_of_values(
         (
             plain[URL],  # url
@@ -185,8 +186,8 @@ def result_from_plain(plain: Mapping[str, Any]) -> PageResult:
             get("b"),  # body_hash
             record_counts,  # counts
             items,  # items
-            _counts(get("m")),  # missing
-            _counts(get("j")),  # rejected
+            _counts(missing) if missing else {},  # missing
+            _counts(rejected) if rejected else {},  # rejected
             bytes(get("k") or b""),  # digests
             _block(get("w")),  # block
             bool(get("y", False)),  # reused
@@ -203,7 +204,7 @@ def result_from_plain(plain: Mapping[str, Any]) -> PageResult:
             get("kc") or None,  # carried_by_link
             _block(get("kw")),  # carried_block
             bool(get("cs", False)),  # carry_stale
-            _counts(get("cd")),  # carry_dropped
+            _counts(dropped) if dropped else {},  # carry_dropped
             _int_or_none(get("iv")),  # interval
             ArchiveRef.from_text(archive) if archive else None,  # archive
             str(proxy[0]) if proxy else None,  # proxy
