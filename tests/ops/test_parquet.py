@@ -95,3 +95,29 @@ def test_a_re_extracted_run_has_its_parquet_written_again(tmp_path: Path) -> Non
     assert len(night3) == 3
     # Night 3 wrote no record and so no Parquet; its re-extraction wrote both.
     assert [d["rows"] for d in done] == [1000, 1000, 1000]
+
+
+def test_the_parquet_rows_are_counted_by_the_copy_not_by_reading_the_file_back(
+    local: LocalCrawls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statements: list[str] = []
+    connect = duckdb.connect
+
+    class Recording:
+        def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
+            self.db = db
+
+        def execute(self, sql: str, *args: object) -> duckdb.DuckDBPyConnection:
+            statements.append(sql)
+            return self.db.execute(sql, *args)
+
+        def close(self) -> None:
+            self.db.close()
+
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: Recording(connect(*a, **k)))
+    local.shrink(2)
+    result = local.run()
+    (folder,) = local.said["parquet"]
+    assert json.loads((Path(folder) / "done.json").read_text())["rows"] == result["records"]["total"] > 0
+    assert any(s.startswith("COPY") for s in statements)
+    assert not [s for s in statements if "read_parquet" in s]

@@ -322,6 +322,19 @@ class PageResult:
 _RESULT_FIELDS = {f.name: n for n, f in enumerate(fields(PageResult))}
 """Each field of a result by its position in ``PageResult(...)``'s arguments (every field is one)."""
 _RESULT_VALUES = operator.attrgetter(*_RESULT_FIELDS)
+_RESULT_SLOTS = tuple(getattr(PageResult, name).__set__ for name in _RESULT_FIELDS)
+"""Each field's slot setter, in ``PageResult(...)``'s argument order."""
+
+
+def result_of_values(values: Sequence[Any]) -> PageResult:
+    """``PageResult(*values)``, every field given by position, in 2.4 µs instead of 6: the generated ``__init__``
+    of a frozen dataclass sets each of its 35 fields through ``object.__setattr__``; this sets each slot directly.
+    For a store's read of a run's results (the finalizer decodes one a URL); no check or default is skipped, as
+    ``PageResult`` has no ``__post_init__`` and every field is given."""
+    result = object.__new__(PageResult)
+    for put, value in zip(_RESULT_SLOTS, values, strict=True):
+        put(result, value)
+    return result
 
 
 @dataclass(frozen=True, slots=True)

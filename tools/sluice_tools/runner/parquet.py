@@ -73,14 +73,14 @@ def write_parquet(spec: CrawlSpec, objects: Path, run_id: str) -> ParquetOutput:
             db.execute(table.view_sql())
             columns = ", ".join(f'"{c.name}"' for c in table.record_columns)  # validated names, quoted
             path = str(partial).replace("'", "''")
-            db.execute(
+            # COPY answers with the rows it wrote: the file is not read back to count them.
+            copied = db.execute(
                 f"COPY (SELECT {columns} FROM \"{table.name}\") TO '{path}' "  # noqa: S608
                 f"(FORMAT parquet, COMPRESSION {COMPRESSION}, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
-            )
+            ).fetchone()
             db.execute(f'DROP VIEW "{table.name}"')
             os.replace(partial, target)
-            counted = db.execute("SELECT count(*) FROM read_parquet(?)", [str(target)]).fetchone()
-            rows += int(counted[0]) if counted is not None else 0
+            rows += int(copied[0]) if copied is not None else 0
             size += target.stat().st_size
             files += 1
     except (duckdb.Error, OSError) as exc:

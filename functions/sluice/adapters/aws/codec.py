@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 from sluice.adapters.aws import keys
 from sluice.adapters.aws.sizes import item_bytes
 from sluice.domain.hosts import HostState
-from sluice.domain.pages import ArchiveRef, Outcome, PageResult, PartBlock, RecordCounts, UrlEntry
+from sluice.domain.pages import (
+    ArchiveRef,
+    Outcome,
+    PageResult,
+    PartBlock,
+    RecordCounts,
+    UrlEntry,
+    result_of_values,
+)
 from sluice.domain.runs import Progress, RunLock, RunState
 
 if TYPE_CHECKING:  # used as types only: the CDK app imports this module for EXPIRES
@@ -150,46 +158,64 @@ def result_plain(result: PageResult) -> dict[str, Any]:
 
 
 def result_from_plain(plain: Mapping[str, Any]) -> PageResult:
-    """A result from :func:`result_plain`'s mapping (other attributes of its item are ignored)."""
-    new, changed, unchanged, items = (int(n) for n in plain.get("c", (0, 0, 0, 0)))
-    proxy = plain.get("px")
-    return PageResult(
-        url=plain[URL],
-        depth=int(plain[DEPTH]),
-        origin="seed" if plain[ORIGIN] == "s" else "link",
-        outcome=_CODE_OUTCOME[plain["o"]],
-        reason=plain.get("r"),
-        status=_int_or_none(plain.get("h")),
-        etag=plain.get("e"),
-        last_modified=plain.get("l"),
-        body_hash=plain.get("b"),
-        counts=RecordCounts(new, changed, unchanged),
-        items=items,
-        missing=_counts(plain.get("m")),
-        rejected=_counts(plain.get("j")),
-        digests=bytes(plain.get("k") or b""),
-        block=_block(plain.get("w")),
-        reused=bool(plain.get("y", False)),
-        ms=int(plain.get("ms", 0)),
-        dropped_links=int(plain.get("z", 0)),
-        fallback_keys=int(plain.get("fk", 0)),
-        capped_links=int(plain.get("cp", 0)),
-        beyond_depth=int(plain.get("bd", 0)),
-        fetched_at=_int_or_none(plain.get("ft")),
-        type=plain.get("ty"),
-        via=plain.get(VIA),
-        carry=plain.get(CARRY) or None,
-        parent=plain.get(PARENT),
-        carried_by_link=plain.get("kc") or None,
-        carried_block=_block(plain.get("kw")),
-        carry_stale=bool(plain.get("cs", False)),
-        carry_dropped=_counts(plain.get("cd")),
-        interval=_int_or_none(plain.get("iv")),
-        archive=ArchiveRef.from_text(plain["a"]) if plain.get("a") else None,
-        proxy=str(proxy[0]) if proxy else None,
-        proxy_tier=int(proxy[1]) if proxy and proxy[1] is not None else None,
-        proxy_failures=tuple((str(n), str(r), bool(int(e))) for n, r, e in plain.get("pf") or ()),
+    """A result from :func:`result_plain`'s mapping (other attributes of its item are ignored).
+
+    Its fields by position, in ``PageResult``'s order, built by :func:`result_of_values`: both stores' reads, and
+    the finalizer's scan (one a URL), take this path."""
+    get = plain.get
+    counts = get("c")
+    if counts:
+        new, changed, unchanged, items = (int(n) for n in counts)
+        record_counts = RecordCounts(new, changed, unchanged)
+    else:
+        record_counts, items = _NO_RECORDS, 0
+    proxy = get("px")
+    failures = get("pf")
+    archive = get("a")
+    missing, rejected, dropped = get("m"), get("j"), get("cd")
+    return result_of_values(
+        (
+            plain[URL],  # url
+            int(plain[DEPTH]),  # depth
+            "seed" if plain[ORIGIN] == "s" else "link",  # origin
+            _CODE_OUTCOME[plain["o"]],  # outcome
+            get("r"),  # reason
+            _int_or_none(get("h")),  # status
+            get("e"),  # etag
+            get("l"),  # last_modified
+            get("b"),  # body_hash
+            record_counts,  # counts
+            items,  # items
+            _counts(missing) if missing else {},  # missing
+            _counts(rejected) if rejected else {},  # rejected
+            bytes(get("k") or b""),  # digests
+            _block(get("w")),  # block
+            bool(get("y", False)),  # reused
+            int(get("ms", 0)),  # ms
+            int(get("z", 0)),  # dropped_links
+            int(get("fk", 0)),  # fallback_keys
+            int(get("cp", 0)),  # capped_links
+            int(get("bd", 0)),  # beyond_depth
+            _int_or_none(get("ft")),  # fetched_at
+            get("ty"),  # type
+            get(VIA),  # via
+            get(CARRY) or None,  # carry
+            get(PARENT),  # parent
+            get("kc") or None,  # carried_by_link
+            _block(get("kw")),  # carried_block
+            bool(get("cs", False)),  # carry_stale
+            _counts(dropped) if dropped else {},  # carry_dropped
+            _int_or_none(get("iv")),  # interval
+            ArchiveRef.from_text(archive) if archive else None,  # archive
+            str(proxy[0]) if proxy else None,  # proxy
+            int(proxy[1]) if proxy and proxy[1] is not None else None,  # proxy_tier
+            tuple((str(n), str(r), bool(int(e))) for n, r, e in failures) if failures else (),  # proxy_failures
+        )
     )
+
+
+_NO_RECORDS = RecordCounts()
+"""A result's counts when it holds none (frozen: one shared)."""
 
 
 def _int_or_none(value: Any) -> int | None:

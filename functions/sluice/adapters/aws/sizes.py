@@ -16,15 +16,32 @@ from typing import Any
 
 
 def item_bytes(item: Mapping[str, Any]) -> int:
-    """Bytes DynamoDB counts for an item of plain values: each attribute's name plus its value."""
-    return sum(len(name.encode()) + value_bytes(value) for name, value in item.items())
+    """Bytes DynamoDB counts for an item of plain values: each attribute's name plus its value.
+
+    An ASCII name or string is as many bytes as characters (``str.isascii`` is a flag, not a scan), and a
+    string or an int is sized here without a call: the finalizer sizes each of a run's URL items with it."""
+    total = 0
+    for name, value in item.items():
+        total += len(name) if name.isascii() else len(name.encode())
+        kind = type(value)
+        if kind is str:
+            total += len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+        elif kind is int:
+            total += (len(str(abs(value)).strip("0")) + 1) // 2 + 1
+        elif kind is bytes:
+            total += len(value)
+        elif kind is list:
+            total += 3 + len(value) + sum(map(value_bytes, value))
+        else:
+            total += value_bytes(value)
+    return total
 
 
 def value_bytes(value: Any) -> int:
     """Bytes of one plain value as DynamoDB stores it (:func:`items.serialize`'s types; a set is SS, NS or BS)."""
     kind = type(value)
     if kind is str:
-        return len(value.encode("utf-8", "surrogatepass"))
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
     if kind is int:
         return (len(str(abs(value)).strip("0")) + 1) // 2 + 1
     if value is None or kind is bool:
