@@ -43,7 +43,7 @@ from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
 from sluice_tools.runner.processes import VISIBILITY_S, Batches, WorkerPlan, WorkerProcesses, split
 from sluice_tools.runner.secrets import local_credentials
-from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
+from sluice_tools.runner.session import LocalRun, Progress, RunView, collected_rarely, exclusive, logs_to
 
 RUN_TIME_LIMIT_S = 6 * 3600.0
 """A local run that has not drained in six hours is stopped and finalized as unfinished."""
@@ -145,7 +145,12 @@ class LocalFleet:
         self._logs = logs
         # Line by line when worker processes append to the same file (each line whole, none cut by another's).
         buffering = 1 if self.processes > 1 else -1
-        with exclusive(self.state_dir), logs.open("a", encoding="utf-8", buffering=buffering) as sink, logs_to(sink):
+        with (
+            exclusive(self.state_dir),
+            logs.open("a", encoding="utf-8", buffering=buffering) as sink,
+            logs_to(sink),
+            collected_rarely(),
+        ):
             store = self._open_store()
             try:
                 result = with_parquet(self._run(spec, store, progress, restart), spec, self.state_dir / "objects")

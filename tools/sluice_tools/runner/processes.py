@@ -34,6 +34,7 @@ from sluice.observability import logger
 from sluice.pipeline.services import Services
 from sluice.pipeline.visit.batch import visit_batch
 from sluice.pipeline.visit.container import Container
+from sluice_tools.runner.session import collected_rarely
 
 VISIBILITY_S = 24 * 3600.0
 """A received message stays hidden while its worker lives; only a dead process leaves one behind,
@@ -213,7 +214,8 @@ def _worker_main(
         store.queue.share = share  # hosts spread over the processes as their workers are, none holding more
         try:
             batches = plan.batches(store)
-            asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent, wake[0]))
+            with collected_rarely():  # as the parent's run is (session.py)
+                asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent, wake[0]))
         finally:
             store.close()
             os.close(wake[0])
