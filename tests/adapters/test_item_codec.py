@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.domain.full_result import every_field
 
 from sluice.adapters.aws import clients, codec
 from sluice.adapters.aws.frontier import DynamoFrontier
 from sluice.adapters.aws.items import to_item
 from sluice.adapters.local.frontier import SqliteFrontier
 from sluice.adapters.local.store import Database
-from sluice.domain.pages import ArchiveRef, PageResult, PartBlock, RecordCounts, UrlEntry, url_hash
+from sluice.domain.pages import PageResult, UrlEntry, url_hash
 from sluice.messages import UrlTask
 from sluice_tools.meter.dynamo_size import item_size
 
@@ -28,43 +29,7 @@ from .conftest import moto_ledger
 
 TABLE = "sluice-test-ledger"
 RUN = "20261201T000000Z-abcdef"
-FULL = PageResult(
-    url="https://books.example/a.html",
-    depth=2,
-    origin="link",
-    outcome="fetched",
-    reason="r",
-    status=200,
-    etag='"e1"',
-    last_modified="Sun, 29 Nov 2026 21:00:00 GMT",
-    body_hash="0123abcd",
-    counts=RecordCounts(3, 2, 1),
-    items=7,
-    missing={"price": 1},
-    rejected={"name": 2},
-    digests=bytes(range(16)),
-    block=PartBlock("p1", 10, 20),
-    reused=True,
-    ms=312,
-    dropped_links=1,
-    fallback_keys=2,
-    capped_links=3,
-    beyond_depth=4,
-    fetched_at=1796000000,
-    type="book",
-    via="books",
-    carry={"price": "9.99"},
-    parent="0123456789abcdef",
-    carried_by_link={"fedcba9876543210": {"price": "1"}},
-    carried_block=PartBlock("p2", 5, 6),
-    carry_stale=True,
-    carry_dropped={"blurb": 3},
-    interval=86400,
-    archive=ArchiveRef(RUN, "f1", 0, 99),
-    proxy="eu",
-    proxy_tier=1,
-    proxy_failures=(("us", "timeout", True),),
-)
+FULL = every_field()
 """A result with every field set, so every attribute is written."""
 FULL_HASH = "aeb47c4dd96063646ff3eeb3806bde7d8f10b491"
 

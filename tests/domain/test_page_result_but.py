@@ -5,45 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests.domain.full_result import every_field
 
-from sluice.domain.pages import ArchiveRef, PageResult, PartBlock, RecordCounts
+from sluice.domain.pages import PageResult, PartBlock
 
-FULL = PageResult(
-    url="https://books.example/1.html",
-    depth=2,
-    origin="link",
-    outcome="fetched",
-    reason="r",
-    status=200,
-    etag='"e"',
-    last_modified="Mon",
-    body_hash="b" * 32,
-    counts=RecordCounts(1, 2, 3),
-    items=6,
-    missing={"price": 1},
-    rejected={"title": 2},
-    digests=bytes(range(16)),
-    reused=True,
-    ms=12,
-    dropped_links=1,
-    fallback_keys=2,
-    capped_links=3,
-    beyond_depth=4,
-    fetched_at=1_800_000_000,
-    type="book",
-    via="books",
-    carry={"price": 1.5},
-    parent="0123456789abcdef",
-    carried_by_link={"fedcba9876543210": {"price": 2}},
-    carried_block=PartBlock("p", 1, 2),
-    carry_stale=True,
-    carry_dropped={"name": 1},
-    interval=3600,
-    archive=ArchiveRef("run", "file", 1, 2),
-    proxy="a",
-    proxy_tier=1,
-    proxy_failures=(("b", "refused", True),),
-)
+FULL = every_field()
 
 
 def test_every_field_is_set_and_kept_as_replace_does() -> None:

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.domain.full_result import every_field
 
 from sluice.adapters.aws import codec
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.frontier import SqliteFrontier
-from sluice.domain.pages import ArchiveRef, PageResult, PartBlock, RecordCounts, UrlEntry
+from sluice.domain.pages import ArchiveRef, PageResult, RecordCounts, UrlEntry
 from sluice.domain.shards import Shard
 from sluice.messages import UrlTask
 from sluice.pipeline.finalize.driver import finalize_run, rebuild_output
@@ -25,41 +26,8 @@ from sluice_tools import synthetic
 from sluice_tools.runner.local import LocalFleet
 
 RUN = "20261203T000000Z-abcdef"
-FULL = PageResult(
-    url="https://books.example/a.html",
-    depth=2,
-    origin="link",
-    outcome="fetched",
-    reason="r",
-    status=200,
-    etag='"e1"',
-    last_modified="Sun, 29 Nov 2026 21:00:00 GMT",
-    body_hash="0123abcd",
-    counts=RecordCounts(3, 2, 1),
-    items=7,
-    missing={"price": 1},
-    rejected={"name": 2},
-    digests=bytes(range(32)),
-    block=PartBlock("p1", 10, 20),
-    ms=312,
-    dropped_links=1,
-    fallback_keys=2,
-    capped_links=3,
-    beyond_depth=4,
-    fetched_at=1796000000,
-    type="book",
-    via="books",
-    carry={"price": "9.99 €"},
-    parent="0123456789abcdef",
-    carried_by_link={"fedcba9876543210": {"price": "1"}},
-    carried_block=PartBlock("p2", 5, 6),
-    carry_stale=True,
-    carry_dropped={"blurb": 3},
-    interval=86400,
-    archive=ArchiveRef(RUN, "f1", 0, 99),
-    proxy="eu",
-    proxy_tier=1,
-    proxy_failures=(("us", "timeout", True),),
+FULL = every_field(
+    digests=bytes(range(32)), reused=False, carry={"price": "9.99 €"}, archive=ArchiveRef(RUN, "f1", 0, 99)
 )
 """A result with every field set (a non-ASCII value too), so every attribute is stored and sized."""
 
