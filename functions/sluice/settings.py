@@ -24,7 +24,7 @@ class Settings(BaseModel):
 
     The tuning defaults are :mod:`sluice.defaults`' (the stack's and ``Tuning``'s too)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     ledger_table: str = Field(min_length=3)
     records_table: str = ""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import AsyncIterable, Callable
-
-import httpx
+from typing import TYPE_CHECKING
 
 from .errors import PermanentFetchError
+
+if TYPE_CHECKING:
+    import httpx
 
 ACCEPT_ENCODING = "gzip, deflate"
 

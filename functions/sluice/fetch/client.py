@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-import httpx
-
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.egress import POOL_EMPTY
 from sluice.domain.hosts import host_key, pause_refused
@@ -44,6 +42,8 @@ from .target import parse_target, target_host
 from .throttle import LoopLag
 
 if TYPE_CHECKING:
+    import httpx
+
     from .wire import Reply, Wire
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -154,6 +154,8 @@ class PageFetcher:
         if self._wire is None:
             if self._closed:
                 raise RuntimeError("PageFetcher is closed")
+            import httpx
+
             from .transport import guarded_session
             from .wire import AiohttpWire, HttpxWire
 
@@ -294,6 +296,8 @@ class PageFetcher:
         self, url: str, validators: Validators | None, robots_mode: bool, max_wait_s: float | None = None
     ) -> _Answer:
         """One attempt: every redirect hop is address-checked, robots-checked and gated."""
+        import httpx  # loaded by the first request (parse_target), never by the module's import
+
         try:
             target = _without_credentials(parse_target(url))
         except httpx.InvalidURL as exc:
@@ -343,6 +347,8 @@ class PageFetcher:
         self, target: httpx.URL, domain: str, headers: dict[str, str], robots_mode: bool, page: str
     ) -> _Answer | httpx.URL:
         """Send one request (for ``page``, the URL asked for); returns the answer, or the next URL of a redirect."""
+        import httpx
+
         wire = self._connection()
         stats = self.stats
         stats.requests += 1
@@ -378,6 +384,8 @@ class PageFetcher:
         A proxy that cannot be reached, is refused by the address guard, or answers 407 is ejected
         and the next one carries the request at once (the site was not reached); with none left the
         page fails (:data:`~sluice.domain.egress.POOL_EMPTY`)."""
+        import httpx
+
         pool = self.proxies
         if pool is None:
             return await wire.send(target, headers), None
@@ -417,6 +425,8 @@ class PageFetcher:
     async def _read(
         self, target: httpx.URL, reply: Reply, robots_mode: bool, retry_after_s: float | None
     ) -> _Answer | httpx.URL:
+        import httpx
+
         status = reply.status
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in reply.raw_headers}
         location = headers.get("location")

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import httpx
-
 from sluice.domain.secrets import Secret, SecretUnavailable
 from sluice.spec.request import (
     Origin,
@@ -33,6 +31,8 @@ from sluice.spec.request import (
 )
 
 if TYPE_CHECKING:
+    import httpx
+
     from .proxies import ProxyPool
 
 ReadSecret = Callable[[str], Secret]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import errno
 import socket
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 
 class FetchError(Exception):
@@ -53,6 +55,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _describe(exc: httpx.TransportError) -> str:
     """A short reason for a transport error, looking through the exception chain."""
+    import httpx
+
     chain = _chain(exc)
     names = {type(e).__name__ for e in chain}
     for e in chain:
@@ -78,6 +82,8 @@ def _describe(exc: httpx.TransportError) -> str:
 
 def translate(exc: httpx.HTTPError) -> FetchError:
     """Our error for an httpx exception (raise the result ``from exc``)."""
+    import httpx
+
     if isinstance(exc, httpx.DecodingError):
         return PermanentFetchError("undecodable body")
     if isinstance(exc, httpx.UnsupportedProtocol):

@@ -7,12 +7,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
 from protego import Protego
 
 from .errors import DeferredFetchError
+
+if TYPE_CHECKING:
+    import httpx
 
 ROBOTS_MAX_BYTES = 512 * 1024
 """RFC 9309 asks parsers to read at least 500 KiB; the rest of a longer file is ignored."""
@@ -54,6 +56,8 @@ class _Rules:
 
 def robots_url(url: str | httpx.URL) -> str:
     """The robots.txt URL that governs ``url``."""
+    import httpx
+
     parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
     host = parsed.raw_host.decode("ascii")
     host = f"[{host}]" if ":" in host else host

@@ -19,10 +19,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from functools import lru_cache
-
-import httpx
+from typing import TYPE_CHECKING
 
 from .errors import PermanentFetchError, RetryableFetchError
+
+if TYPE_CHECKING:
+    import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -122,6 +124,8 @@ class AddressGuard:
 
         Raises :class:`RetryableFetchError`/:class:`PermanentFetchError` when the host does not resolve.
         """
+        import httpx
+
         try:
             parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
         except httpx.InvalidURL:

@@ -14,11 +14,12 @@ The scheme, address, credentials and robots checks all still run on the result.
 from __future__ import annotations
 
 import re
-
-import httpx
-from httpx._urlparse import ParseResult
+from typing import TYPE_CHECKING
 
 from sluice.domain.hosts import host_key
+
+if TYPE_CHECKING:
+    import httpx
 
 _PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
 _SIMPLE = re.compile(
@@ -30,6 +31,9 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def parse_target(url: str) -> httpx.URL:
     """``httpx.URL(url)``, without httpx's parse for a canonical http(s) URL. Raises httpx.InvalidURL."""
+    import httpx  # here, not at the module's import: the first request loads httpx, a cold start does not
+    from httpx._urlparse import ParseResult
+
     match = _SIMPLE.fullmatch(url) if len(url) <= 65536 else None
     if match is None:
         return httpx.URL(url)

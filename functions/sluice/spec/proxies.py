@@ -24,7 +24,7 @@ ProxyRotation = Literal["sticky", "round_robin"]
 class ProxyEntry(BaseModel):
     """One proxy of the pool: its name (in the run's summary), the secret holding its URL, its tier."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$")
     """Lower-case letters, digits, ``-`` and ``_``: it names the proxy in summaries and logs, never its URL."""

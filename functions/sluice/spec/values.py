@@ -28,7 +28,7 @@ class SpecError(Exception):
 class StrictModel(BaseModel):
     """Every section's base: an unknown key is an error that names it, and a spec, once read, never changes."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def check_seed_url(value: str) -> str:
