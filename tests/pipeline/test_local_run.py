@@ -217,6 +217,25 @@ def test_robots_txt_is_asked_once_per_run_however_many_fetchers(
     assert site.stats.count("/robots.txt") == 1
 
 
+def test_a_seed_file_url_the_follow_rules_leave_out_is_skipped_naming_the_rule(
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A seed file is read at the run's start, not when the spec is checked: its out-of-scope URLs are skipped,
+    and the summary says which rule left each out, not only that it was out of scope."""
+    data = books_spec(CRAWL, site.base_url, pages=0, urls=["/catalogue/page-1.html"], max_depth=0)
+    data["seeds"]["file"] = "books-seeds.txt"
+    data["follow"]["allowed_domains"] = ["127.0.0.1"]
+    data["follow"]["deny"] = ["page-3"]
+    spec = tmp_path / "crawls" / f"{CRAWL}.yaml"
+    spec.parent.mkdir()
+    spec.write_text(yaml.safe_dump(data), encoding="utf-8")
+    listing = "\n".join(f"{site.base_url}/catalogue/page-{n}.html" for n in (2, 3))
+    (spec.parent / "books-seeds.txt").write_text(listing + "\n", encoding="utf-8")
+    _, out = sluice_run(spec, tmp_path / "state", capsys)
+    assert out["pages"]["fetched"] == 2
+    assert out["skips"] == {"out of the crawl's scope: matches follow.deny 'page-3'": 1}
+
+
 @pytest.mark.parametrize("emulate", [False, True], ids=["local", "emulated"])
 def test_sluice_run_takes_a_seed_file_from_beside_the_spec(
     tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, capsys: pytest.CaptureFixture[str], emulate: bool

@@ -387,3 +387,28 @@ def test_a_field_named_type_is_a_plain_field_of_a_one_type_spec_and_two_types_ma
     types["b"]["extract"]["fields"] = {"PRICE": "h2"}  # type: ignore[index]
     with pytest.raises(SpecError, match=r"types\.b\.extract\.fields\.PRICE: the same column as types\.a"):
         parse_spec({"name": "b", "seeds": ["https://b.example/"], "types": types})
+
+
+def test_a_seed_the_follow_rules_leave_out_is_refused_naming_the_seed_and_the_rule() -> None:
+    """A seed no run would fetch (its URL matches no follow.allow, or a follow.deny) is an error of the spec, not a
+    run that skips it and ends with 0 records."""
+    allow = errors_of(minimal(follow={"allow": ["/catalogue/category/"]}))
+    assert len(allow) == 1
+    assert "seeds.urls: entry 1: 'https://books.example/catalogue/page-1.html' is out of the crawl's scope" in allow[0]
+    assert "matches no follow.allow pattern" in allow[0]
+    deny = errors_of(minimal(follow={"deny": ["page-\\d+"]}))
+    assert "matches follow.deny 'page-\\\\d+'" in deny[0]
+    template = errors_of(
+        minimal(
+            seeds={"template": "https://books.example/catalogue/page-{n}.html", "range": {"start": 2, "stop": 5}},
+            follow={"allow": ["/category/"]},
+        )
+    )
+    assert "seeds.template: 'https://books.example/catalogue/page-2.html' is out of the crawl's scope" in template[0]
+    other_host = errors_of(minimal(follow={"allowed_domains": ["other.example"]}))
+    assert "host 'books.example' is not in the allowed domains" in other_host[0]
+
+
+def test_a_seed_the_follow_rules_allow_is_kept() -> None:
+    spec = parse_spec(minimal(follow={"allow": ["/catalogue/"], "deny": ["/category/"]}))
+    assert spec.seeds.urls == ["https://books.example/catalogue/page-1.html"]

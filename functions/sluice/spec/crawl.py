@@ -230,6 +230,23 @@ class CrawlSpec(StrictModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _seeds_in_scope(self) -> CrawlSpec:
+        # A seed is visited only if the crawl's scope allows it (hosts, then follow.deny and follow.allow, as a
+        # link): one that cannot be would be skipped at every run, its pages never crawled, and said nowhere else.
+        scope = Scope.from_spec(self)
+        seeds = [(f"seeds.urls: entry {i + 1}", url) for i, url in enumerate(self.seeds.urls)]
+        if self.seeds.template is not None and self.seeds.range is not None:
+            seeds.append(("seeds.template", self.seeds.template.replace("{n}", str(self.seeds.range.start))))
+        for where, url in seeds:
+            why = scope.reason(url)
+            if why is not None:
+                raise ValueError(
+                    f"{where}: {url!r} is out of the crawl's scope ({why}): no run would fetch it; "
+                    "change the seed or the follow rules"
+                )
+        return self
+
     @field_validator("seeds", mode="before")
     @classmethod
     def _seed_list(cls, value: Any) -> Any:

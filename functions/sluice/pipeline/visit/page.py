@@ -74,8 +74,9 @@ class PageVisitor:
             budget = self.time_left() - TIME_MARGIN_S
             if budget <= 0:
                 return Retry(task, Failed(task.url, OUT_OF_TIME, True))
-            if not self.scope.allows(task.url):
-                return Visit(task, skipped_result(task, "out of the crawl's scope"))
+            out_of_scope = self.scope.reason(task.url)
+            if out_of_scope is not None:
+                return Visit(task, skipped_result(task, f"out of the crawl's scope: {out_of_scope}"))
             started = time.monotonic()
             last_try = queued.receive_count >= self.max_receives
             fetcher = self.fetcher
