@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sluice.collector import YOUNG_OBJECTS, collected_rarely
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.runner.local import LocalFleet
-from sluice_tools.runner.session import YOUNG_OBJECTS, collected_rarely
 
 from .conftest import SpecData
 
@@ -36,6 +36,19 @@ def test_a_run_that_fails_puts_the_collector_back() -> None:
     before = gc.get_threshold()
     with pytest.raises(RuntimeError), collected_rarely():
         raise RuntimeError("the run failed")
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_stretches_that_overlap_keep_the_outermost_setting_until_it_ends() -> None:
+    before = gc.get_threshold()
+    outer = collected_rarely()
+    outer.__enter__()
+    with collected_rarely():  # a crawl inside a run, a second worker thread
+        assert gc.get_threshold()[0] == YOUNG_OBJECTS
+    assert gc.get_threshold()[0] == YOUNG_OBJECTS  # the inner one ending undid nothing
+    assert gc.get_freeze_count() > 0
+    outer.__exit__(None, None, None)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
 

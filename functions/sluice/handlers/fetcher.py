@@ -15,11 +15,14 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sluice.collector import collect_rarely_from_now
 from sluice.handlers.bootstrap import services
 from sluice.messages import QueuedMessage
 from sluice.observability import logger, traced_handler
 from sluice.pipeline.visit.batch import visit_batch
 from sluice.pipeline.visit.container import Container
+
+collect_rarely_from_now()  # the one deliberate import-time action: after the imports (sluice.collector)
 
 _containers = threading.local()
 

@@ -10,12 +10,15 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sluice.collector import collect_rarely_from_now
 from sluice.handlers.bootstrap import services
 from sluice.messages import FinalizeEvent, ShardTask, parse_body
 from sluice.observability import annotate, logger, traced_handler
 from sluice.pipeline.finalize.columnar import copy_finished, sweep_copies
 from sluice.pipeline.finalize.driver import Finalized, finalize_run, queued_shard, sweep
 from sluice.pipeline.finalize.schedules import check_schedules, emit_missing_runs
+
+collect_rarely_from_now()  # the one deliberate import-time action: after the imports (sluice.collector)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -7,10 +7,13 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from sluice.collector import collect_rarely_from_now
 from sluice.handlers.bootstrap import services
 from sluice.messages import StartEvent, parse_body
 from sluice.observability import annotate, logger, traced_handler
 from sluice.pipeline.start.fanout import StartFailed, start_run
+
+collect_rarely_from_now()  # the one deliberate import-time action: after the imports (sluice.collector)
 
 SAFETY_MARGIN_MS = 60_000
 

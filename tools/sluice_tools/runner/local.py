@@ -26,6 +26,7 @@ from infra.config import DEFAULT, StackConfig
 
 from sluice import defaults
 from sluice.adapters.local import LocalStore
+from sluice.collector import collected_rarely
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.layout import manifest_key, records_prefix, summary_key, work_prefix
 from sluice.domain.runs import RunState
@@ -43,7 +44,7 @@ from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
 from sluice_tools.runner.processes import VISIBILITY_S, Batches, WorkerPlan, WorkerProcesses, split
 from sluice_tools.runner.secrets import local_credentials
-from sluice_tools.runner.session import LocalRun, Progress, RunView, collected_rarely, exclusive, logs_to
+from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
 
 RUN_TIME_LIMIT_S = 6 * 3600.0
 """A local run that has not drained in six hours is stopped and finalized as unfinished."""

@@ -30,11 +30,11 @@ from typing import TextIO
 
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.queue import GroupShare, SqliteQueue
+from sluice.collector import collected_rarely
 from sluice.observability import logger
 from sluice.pipeline.services import Services
 from sluice.pipeline.visit.batch import visit_batch
 from sluice.pipeline.visit.container import Container
-from sluice_tools.runner.session import collected_rarely
 
 VISIBILITY_S = 24 * 3600.0
 """A received message stays hidden while its worker lives; only a dead process leaves one behind,
@@ -214,7 +214,7 @@ def _worker_main(
         store.queue.share = share  # hosts spread over the processes as their workers are, none holding more
         try:
             batches = plan.batches(store)
-            with collected_rarely():  # as the parent's run is (session.py)
+            with collected_rarely():  # as the parent's run is (sluice.collector)
                 asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent, wake[0]))
         finally:
             store.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import gc
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
@@ -13,30 +12,6 @@ from typing import Any, TextIO
 
 from sluice.domain.summary import RunSummary
 from sluice.observability import logger
-
-YOUNG_OBJECTS = 10_000
-"""A run's threshold for Python's youngest generation (700 by default): a cycle collection after this many more
-containers allocated than freed, not 700."""
-
-
-@contextmanager
-def collected_rarely() -> Iterator[None]:
-    """A run with Python's cycle collector run less often, and never over what was alive before it started.
-
-    A page allocates thousands of containers (records, results, tasks, parsed trees) that reference counting frees;
-    at the default threshold the collector still ran every 700 and walked the survivors: 90 µs of CPU a page of a
-    3,000-page ``sluice run`` (one ``gc.callbacks`` timer), 15 with the objects alive at the start frozen (the
-    modules, the spec, the store: a full collection walked them all) and the threshold at :data:`YOUNG_OBJECTS`
-    (docs/engine-experiments.md). Cycles are still collected, later; both are undone when the run ends (the
-    frozen objects go back to the oldest generation, collected as before)."""
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(YOUNG_OBJECTS, *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
 
 
 @dataclass(frozen=True, slots=True)
