@@ -50,6 +50,10 @@ RUN_TIME_LIMIT_S = 6 * 3600.0
 LOCAL_EARLY_WRITE_URLS = 20
 """A local batch of this many URLs or more is written in chunks while it fetches (``Tuning.early_write_urls``)."""
 PROGRESS_EVERY_S = 0.2
+WATCH_EVERY_S = 0.05
+"""How often the drain looks whether the run is quiet (and finalizes it) without being woken: a batch of this
+process that ends wakes it at once (the last batch's end is when a run goes quiet); worker processes' batches
+and messages coming back after their visibility are seen by looking."""
 LOCAL_FINALIZE_SHARD_PAGES = 2_500
 """A local run is finalized in shards of at most this many pages (``Tuning.finalize_shard_pages``; 50,000 on
 Lambda, where each shard task is an invocation of its own). Here every task runs in this process, and a task
@@ -323,7 +327,7 @@ class _Drain:
             # when it asks, and a run finalized with messages in flight is scanned twice to prove nothing moved.
             if self._quiet() and (await self._finalize(force=False, settled=True) or await self._revive_or_close()):
                 break
-            await asyncio.sleep(0.05)
+            await self.batches.batch_end(WATCH_EVERY_S)
         else:
             await self._finalize(force=True)
         stop.set()
