@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import shutil
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -157,7 +158,17 @@ class LocalFleet:
         ):
             store = self._open_store()
             try:
-                result = with_parquet(self._run(spec, store, progress, restart), spec, self.state_dir / "objects")
+                result = self._run(spec, store, progress, restart)
+                # Its parts and seed set were working data: the output holds what they held (S3 expires them).
+                # Removed while the Parquet copy is written (which reads the output alone): the removal waits
+                # on the file system, the copy on the CPU.
+                work = store.objects.path(work_prefix(spec.name, result.run_id))
+                cleanup = threading.Thread(target=shutil.rmtree, args=(work,), kwargs={"ignore_errors": True})
+                cleanup.start()
+                try:
+                    result = with_parquet(result, spec, self.state_dir / "objects")
+                finally:
+                    cleanup.join()
             finally:
                 store.close()
         named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")
@@ -272,8 +283,6 @@ class LocalFleet:
             "summary": store.objects.location(key),
         }
         Path(outputs["records"]).mkdir(parents=True, exist_ok=True)  # an empty run still has its (empty) folder
-        # Its parts and seed set were working data: the output holds what they held (S3 expires them).
-        shutil.rmtree(store.objects.path(work_prefix(spec.name, run_id)), ignore_errors=True)
         return LocalRun(spec.name, run_id, summary, dead, outputs, resumed.describe() if resumed else None)
 
 
