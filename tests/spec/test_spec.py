@@ -387,3 +387,25 @@ def test_a_field_named_type_is_a_plain_field_of_a_one_type_spec_and_two_types_ma
     types["b"]["extract"]["fields"] = {"PRICE": "h2"}  # type: ignore[index]
     with pytest.raises(SpecError, match=r"types\.b\.extract\.fields\.PRICE: the same column as types\.a"):
         parse_spec({"name": "b", "seeds": ["https://b.example/"], "types": types})
+
+
+def test_domains_are_each_specs_own_whichever_spec_asked_before() -> None:
+    """``domains()`` is cached by its inputs (a run asks once a batch): two specs differing only in their seeds,
+    asked in turn, each get their own hosts, and a spec's template and allowed domains still count."""
+    one = parse_spec(minimal(seeds={"urls": ["https://A.example/x", "https://b.example:8443/y"]}))
+    two = parse_spec(minimal(seeds={"urls": ["https://a.example/x", "https://c.example/z"]}))
+    templated = parse_spec(
+        minimal(
+            seeds={
+                "urls": ["https://a.example/x"],
+                "template": "https://t.example/p/{n}",
+                "range": {"start": 1, "stop": 3},
+            }
+        )
+    )
+    allowed = parse_spec(minimal(seeds={"urls": ["https://a.example/x"]}, follow={"allowed_domains": ["d.example"]}))
+    for _ in range(2):
+        assert one.domains() == frozenset({"a.example", "b.example"})
+        assert two.domains() == frozenset({"a.example", "c.example"})
+        assert templated.domains() == frozenset({"a.example", "t.example"})
+        assert allowed.domains() == frozenset({"d.example"})
