@@ -154,3 +154,48 @@ def test_a_run_ends_with_its_idle_workers_stopped_by_the_run_not_their_backoff(
     assert runs, "the run did not end: an idle worker slept through its stop"
     assert runs[0].summary.pages.fetched == 5
     assert exit_codes == ([0, 0] if spread == 2 else [])
+
+
+def test_a_run_is_finalized_when_its_last_batch_ends_not_when_the_drain_next_looks(
+    tmp_path: Path, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drain looks whether the run is quiet every ``WATCH_EVERY_S``; the end of a batch of its process wakes it
+    at once. With the look an hour apart, only that wake can finalize the run (it used to sleep 50 ms a look)."""
+    from sluice_tools.runner import local
+
+    monkeypatch.setattr(local, "WATCH_EVERY_S", HOUR)
+    with running_demo_site(books=100) as site:
+        data = books_spec("ends", site.base_url, pages=5, max_depth=1)
+        crawls = tmp_path / "crawls"
+        crawls.mkdir()
+        (crawls / "ends.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        fleet = LocalFleet(crawls, tmp_path / "state", workers=2, allow_loopback=True)
+        runs: list[Any] = []
+        runner = threading.Thread(target=lambda: runs.append(fleet.run(parse_spec(data))), daemon=True)
+        runner.start()
+        runner.join(BOUND_S)
+    assert runs, "the run was not finalized: the drain slept through the end of its last batch"
+    assert runs[0].summary.status == "finished"
+    assert runs[0].summary.pages.fetched >= 5  # the seeds, then what their links found (a batch of its own)
+
+
+def test_a_runs_work_folder_is_gone_and_its_parquet_written_when_the_command_returns(
+    tmp_path: Path, books_spec: SpecData
+) -> None:
+    """The work folder (parts, seed set, finalize scratch) is removed while the Parquet copy is written: both are
+    done when ``run`` returns, and the copy holds every record the JSON Lines output does."""
+    from sluice.domain.layout import work_prefix
+
+    with running_demo_site(books=100) as site:
+        data = books_spec("ends", site.base_url, pages=5, max_depth=0)
+        crawls = tmp_path / "crawls"
+        crawls.mkdir()
+        (crawls / "ends.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        run = LocalFleet(crawls, tmp_path / "state", workers=2, allow_loopback=True).run(parse_spec(data))
+    objects = tmp_path / "state" / "objects"
+    assert not (objects / work_prefix("ends", run.run_id)).exists()
+    assert (objects / "work").exists()  # the folder that held it stays: only the run's own is removed
+    records = sum(len(p.read_text().splitlines()) for p in Path(run.outputs["records"]).glob("*.jsonl"))
+    assert records == run.summary.records_total > 0
+    assert "parquet" in run.outputs
+    assert (Path(run.outputs["parquet"]) / "records.parquet").stat().st_size > 0

@@ -412,3 +412,25 @@ def test_a_seed_the_follow_rules_leave_out_is_refused_naming_the_seed_and_the_ru
 def test_a_seed_the_follow_rules_allow_is_kept() -> None:
     spec = parse_spec(minimal(follow={"allow": ["/catalogue/"], "deny": ["/category/"]}))
     assert spec.seeds.urls == ["https://books.example/catalogue/page-1.html"]
+
+
+def test_domains_are_each_specs_own_whichever_spec_asked_before() -> None:
+    """``domains()`` is cached by its inputs (a run asks once a batch): two specs differing only in their seeds,
+    asked in turn, each get their own hosts, and a spec's template and allowed domains still count."""
+    one = parse_spec(minimal(seeds={"urls": ["https://A.example/x", "https://b.example:8443/y"]}))
+    two = parse_spec(minimal(seeds={"urls": ["https://a.example/x", "https://c.example/z"]}))
+    templated = parse_spec(
+        minimal(
+            seeds={
+                "urls": ["https://a.example/x"],
+                "template": "https://t.example/p/{n}",
+                "range": {"start": 1, "stop": 3},
+            }
+        )
+    )
+    allowed = parse_spec(minimal(seeds={"urls": ["https://a.example/x"]}, follow={"allowed_domains": ["d.example"]}))
+    for _ in range(2):
+        assert one.domains() == frozenset({"a.example", "b.example"})
+        assert two.domains() == frozenset({"a.example", "c.example"})
+        assert templated.domains() == frozenset({"a.example", "t.example"})
+        assert allowed.domains() == frozenset({"d.example"})

@@ -92,6 +92,15 @@ def finalize_prefix(crawl: str, run_id: str, attempt: str) -> str:
     return f"{work_prefix(crawl, run_id)}finalize/{attempt}/"
 
 
+def is_attempt_scratch(key: str) -> bool:
+    """True for a key under one finalizing attempt's folder (:func:`finalize_prefix`): read only by the attempt
+    that wrote it (a retried or resumed finalize starts an attempt of its own, under a new folder)."""
+    if not key.startswith(WORK_PREFIX):
+        return False
+    _, found, rest = key.partition("/finalize/")
+    return bool(found) and "/" in rest
+
+
 def frontier_key(crawl: str, run_id: str) -> str:
     """The sorted 64-bit hashes of the run's seed URLs: fetchers never claim a link that is a seed."""
     return f"{work_prefix(crawl, run_id)}frontier.bin"

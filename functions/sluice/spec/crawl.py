@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -269,10 +270,7 @@ class CrawlSpec(StrictModel):
         if self.follow.allowed_domains:
             return frozenset(self.follow.allowed_domains)
         sitemaps = self.seeds.sitemaps.urls if self.seeds.sitemaps is not None else []
-        hosts = {urlsplit(u).hostname or "" for u in [*self.seeds.urls, *sitemaps]}
-        if self.seeds.template:
-            hosts.add(urlsplit(self.seeds.template.replace("{n}", "1")).hostname or "")
-        return frozenset(h.lower() for h in hosts if h)
+        return _url_hosts((*self.seeds.urls, *sitemaps), self.seeds.template)
 
     def credential_origins(self) -> frozenset[Origin]:
         """The origins the ``request`` section's credentials go to: the seed URLs', the template's, the listed
@@ -324,3 +322,13 @@ class CrawlSpec(StrictModel):
         content = self.model_dump(mode="json", exclude=left_out)
         canonical = json.dumps(content, sort_keys=True, default=str)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=16)
+def _url_hosts(urls: tuple[str, ...], template: str | None) -> frozenset[str]:
+    """The hosts of ``urls`` and of ``template``'s URLs, lower case. Cached: a run asks once per batch (its
+    scope) and once at its start, and a spec may list a thousand seed URLs (1,200 of them cost 3 ms a time)."""
+    hosts = {urlsplit(u).hostname or "" for u in urls}
+    if template:
+        hosts.add(urlsplit(template.replace("{n}", "1")).hostname or "")
+    return frozenset(h.lower() for h in hosts if h)

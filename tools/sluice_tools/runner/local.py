@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import shutil
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -51,6 +52,10 @@ RUN_TIME_LIMIT_S = 6 * 3600.0
 LOCAL_EARLY_WRITE_URLS = 20
 """A local batch of this many URLs or more is written in chunks while it fetches (``Tuning.early_write_urls``)."""
 PROGRESS_EVERY_S = 0.2
+WATCH_EVERY_S = 0.05
+"""How often the drain looks whether the run is quiet (and finalizes it) without being woken: a batch of this
+process that ends wakes it at once (the last batch's end is when a run goes quiet); worker processes' batches
+and messages coming back after their visibility are seen by looking."""
 LOCAL_FINALIZE_SHARD_PAGES = 2_500
 """A local run is finalized in shards of at most this many pages (``Tuning.finalize_shard_pages``; 50,000 on
 Lambda, where each shard task is an invocation of its own). Here every task runs in this process, and a task
@@ -154,7 +159,17 @@ class LocalFleet:
         ):
             store = self._open_store()
             try:
-                result = with_parquet(self._run(spec, store, progress, restart), spec, self.state_dir / "objects")
+                result = self._run(spec, store, progress, restart)
+                # Its parts and seed set were working data: the output holds what they held (S3 expires them).
+                # Removed while the Parquet copy is written (which reads the output alone): the removal waits
+                # on the file system, the copy on the CPU.
+                work = store.objects.path(work_prefix(spec.name, result.run_id))
+                cleanup = threading.Thread(target=shutil.rmtree, args=(work,), kwargs={"ignore_errors": True})
+                cleanup.start()
+                try:
+                    result = with_parquet(result, spec, self.state_dir / "objects")
+                finally:
+                    cleanup.join()
             finally:
                 store.close()
         named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")
@@ -269,8 +284,6 @@ class LocalFleet:
             "summary": store.objects.location(key),
         }
         Path(outputs["records"]).mkdir(parents=True, exist_ok=True)  # an empty run still has its (empty) folder
-        # Its parts and seed set were working data: the output holds what they held (S3 expires them).
-        shutil.rmtree(store.objects.path(work_prefix(spec.name, run_id)), ignore_errors=True)
         return LocalRun(spec.name, run_id, summary, dead, outputs, resumed.describe() if resumed else None)
 
 
@@ -324,7 +337,7 @@ class _Drain:
             # when it asks, and a run finalized with messages in flight is scanned twice to prove nothing moved.
             if self._quiet() and (await self._finalize(force=False, settled=True) or await self._revive_or_close()):
                 break
-            await asyncio.sleep(0.05)
+            await self.batches.batch_end(WATCH_EVERY_S)
         else:
             await self._finalize(force=True)
         stop.set()

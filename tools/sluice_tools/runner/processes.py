@@ -115,6 +115,13 @@ class Batches:
                 await asyncio.wait_for(self._ended.wait(), look)
                 return
 
+    async def batch_end(self, seconds: float) -> None:
+        """Wait until a batch of this process ends (or the run stops), ``seconds`` at most."""
+        if self._ended is None:
+            self._ended = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ended.wait(), seconds)
+
     def _wake(self) -> None:
         ended, self._ended = self._ended, None
         if ended is not None:

@@ -2,6 +2,10 @@
 
 Every object appears whole or not at all: written to a temporary file beside it, flushed to
 disk, then renamed into place, so a run killed mid-write never leaves a torn part or output.
+A finalizing attempt's own scratch (:func:`~sluice.domain.layout.is_attempt_scratch`) is renamed into
+place the same way but not flushed to disk: only that attempt reads it, in the process that wrote it,
+and a finalize that starts again (after a crash or a power cut) starts an attempt of its own. Its nine
+files of a one-shard run were 18 of a local finalize's 28 fsyncs, its largest fixed cost.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sluice.adapters.local.errors import local_errors
+from sluice.domain.layout import is_attempt_scratch
 
 
 @local_errors
@@ -65,7 +70,7 @@ class FileObjects:
             return handle.read(length)
 
     def writer(self, key: str, content_type: str) -> FileWriter:
-        return FileWriter(self.path(key))
+        return FileWriter(self.path(key), durable=not is_attempt_scratch(key))
 
     def location(self, key: str) -> str:
         return str(self.root / key)
@@ -73,11 +78,13 @@ class FileObjects:
 
 @local_errors
 class FileWriter:
-    """Writes to ``NAME.tmp-UUID``; :meth:`close` makes it durable and renames it to ``NAME``."""
+    """Writes to ``NAME.tmp-UUID``; :meth:`close` makes it durable (unless not ``durable``) and renames it
+    to ``NAME``."""
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path, *, durable: bool = True) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         self._target = target
+        self._durable = durable
         self._tmp = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:8]}")
         self._handle: BinaryIO = self._tmp.open("wb")
         self._size = 0
@@ -92,9 +99,12 @@ class FileWriter:
 
     def close(self) -> None:
         self._handle.flush()
-        os.fsync(self._handle.fileno())
+        if self._durable:
+            os.fsync(self._handle.fileno())
         self._handle.close()
         os.replace(self._tmp, self._target)
+        if not self._durable:
+            return
         folder = os.open(self._target.parent, os.O_RDONLY)
         try:
             os.fsync(folder)  # the rename itself, so the object survives a power cut too
