@@ -12,6 +12,7 @@ from bench import egress_cost, parquet_copy_cost
 from bench.finalize_gets_doc import finalize_gets_section
 from sluice.domain.cost import PriceList
 from sluice.metrics import RunMetric
+from sluice_tools.meter.fit import slope, small_for
 
 POLLING_USD = 0.26 + 0.21
 """Idle long polls of the two event sources: about 5 pollers x 3 a minute x 43,200 minutes x $0.50 per million
@@ -84,15 +85,13 @@ def fit(
 ) -> dict[str, dict[str, float]]:
     """A straight line through two runs of the same scenario, per line: ``per_million`` (the slope, dollars a
     million pages) and ``fixed`` (the intercept, dollars a run whatever its size). Scaling one run instead would
-    count its fixed part once a run's worth of pages, a million pages' worth of times."""
-    span = large_pages - small_pages
-    if span <= 0:
-        raise ValueError(f"the larger run ({large_pages} pages) must have more pages than the smaller ({small_pages})")
+    count its fixed part once a run's worth of pages, a million pages' worth of times. The slope is
+    :func:`sluice_tools.meter.fit.slope`'s, as the scale model's (an error on no span, a warning when negative)."""
     fitted: dict[str, dict[str, float]] = {"per_million": {}, "fixed": {}}
     for key, large in large_lines.items():
-        slope = (large - small_lines.get(key, 0.0)) / span
-        fitted["per_million"][key] = slope * MILLION
-        fitted["fixed"][key] = large - slope * large_pages
+        per_page = slope(small_pages, small_lines.get(key, 0.0), large_pages, large, what=key)
+        fitted["per_million"][key] = per_page * MILLION
+        fitted["fixed"][key] = large - per_page * large_pages
     return fitted
 
 
@@ -109,11 +108,6 @@ def _model_slope(report: dict[str, Any], scenario: dict[str, Any], concurrency: 
 
     fitted = fit(int(small["pages"]), run_gb_s(small), int(scenario["pages"]), run_gb_s(scenario))["per_million"]
     return fitted
-
-
-def small_for(report: dict[str, Any], label: str) -> dict[str, Any] | None:
-    """The same scenario at the smaller size (None in a report from before `make cost` measured two)."""
-    return next((s for s in report.get("small_scenarios", []) if s["label"] == label), None)
 
 
 def per_million(report: dict[str, Any], scenario: dict[str, Any], concurrency: int) -> dict[str, dict[str, float]]:

@@ -11,6 +11,7 @@ from bench import cost_report, parquet_copy_cost
 from bench.parquet_copy_cost import MB, TB
 
 from sluice.domain.cost import US_EAST_1
+from sluice_tools.meter.fit import NegativeSlopeWarning
 
 LABEL = "demo crawl, nightly (2% of pages changed)"
 PAGE_PUT_USD = 0.000_000_5
@@ -63,6 +64,13 @@ def test_the_slope_and_the_intercept_of_two_runs() -> None:
 def test_two_runs_of_one_size_have_no_slope() -> None:
     with pytest.raises(ValueError, match="more pages"):
         cost_report.fit(2_000, {"s3": 0.001}, 2_000, {"s3": 0.001})
+
+
+def test_a_line_that_falls_with_more_pages_is_warned_of_not_clamped() -> None:
+    # The scale model's per-page figures and this report's lines share one fit (sluice_tools.meter.fit).
+    with pytest.warns(NegativeSlopeWarning, match="s3 falls from 0.002 at 500 pages to 0.001 at 2000"):
+        fitted = cost_report.fit(500, {"s3": 0.002}, 2_000, {"s3": 0.001})
+    assert fitted["per_million"]["s3"] == pytest.approx(-0.001 / 1500 * 1e6)
 
 
 def test_per_million_is_the_slope_and_a_1m_run_adds_the_fixed_part_once() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sluice_tools.scale.inputs import InputFileError, measured, stack_settings
+from sluice_tools.meter.fit import NegativeSlopeWarning
+from sluice_tools.scale.inputs import InputFileError, Measured, measured, stack_settings
 from sluice_tools.scale.quotas import QUOTAS_FILE, REQUIRED, QuotaFileError, load_quotas
 from sluice_tools.scale.scenarios import even, scenarios, zipf
 
@@ -121,7 +122,35 @@ def _write(tmp_path: Path, cost: dict[str, object], bench: dict[str, object]) ->
     cost_file, bench_file = tmp_path / "cost-latest.json", tmp_path / "latest.json"
     cost_file.write_text(json.dumps(cost), encoding="utf-8")
     bench_file.write_text(json.dumps(bench), encoding="utf-8")
+    _side_files(tmp_path)
     return cost_file, bench_file
+
+
+def _side_files(tmp_path: Path, handlers: dict[str, float] | None = None) -> None:
+    """A synthetic sharded finalize (320,000 pages in 32 shards of 10,000; worst task 190 MB, nightly keys) and
+    the handlers' RSS (all under the engine's unless a test says)."""
+    phases = [{"phase": "scan", "peak_rss_mb": 150.0}, {"phase": "keys", "peak_rss_mb": 170.0}]
+    nightly = [{"phase": "scan", "peak_rss_mb": 160.0}, {"phase": "keys", "peak_rss_mb": 190.0}]
+    finalize = {
+        "first": {"pages": 320_000, "shards": 32, "phases": phases},
+        "nightly": {"pages": 320_000, "shards": 32, "phases": nightly},
+        "command": "python -m bench.finalize_scale --synthetic 320000",
+        "date": "D",
+    }
+    (tmp_path / "finalize-synthetic-320000.json").write_text(json.dumps(finalize), encoding="utf-8")
+    rss = handlers or {"fetcher": 50.0, "scheduler": 50.0, "finalizer": 50.0}
+    handler = {"command": "python -m sluice_tools.scale.handler_memory", "date": "D", "peak_rss_mb": rss}
+    (tmp_path / "handler-rss.json").write_text(json.dumps(handler), encoding="utf-8")
+
+
+def _measured(cost_file: Path, bench_file: Path) -> Measured:
+    folder = cost_file.parent
+    return measured(
+        cost_file,
+        bench_file,
+        finalize_file=folder / "finalize-synthetic-320000.json",
+        handler_file=folder / "handler-rss.json",
+    )
 
 
 def test_a_fetchers_memory_is_the_engines_not_the_local_runs_or_a_peers(tmp_path: Path) -> None:
@@ -137,13 +166,13 @@ def test_a_fetchers_memory_is_the_engines_not_the_local_runs_or_a_peers(tmp_path
     ]
     big = _scenario(2000, {"s3.PutObject": 40}, 2000.0, 60)
     cost_file, bench_file = _write(tmp_path, _cost(big, None), _bench(rows))
-    figures = measured(cost_file, bench_file)
-    assert figures.fetcher_rss_mb == 84.9
+    figures = _measured(cost_file, bench_file)
+    assert figures.base_rss_mb == {"fetcher": 84.9, "scheduler": 84.9, "finalizer": 84.9}
     assert "engine run" in figures.sources["process memory"]
     assert "10,000 pages" in figures.sources["process memory"]
     cost_file, bench_file = _write(tmp_path, _cost(big, None), _bench(rows[1:2]))
     with pytest.raises(InputFileError, match="no engine run"):
-        measured(cost_file, bench_file)
+        _measured(cost_file, bench_file)
 
 
 def test_a_pages_calls_are_the_slope_between_two_sizes_and_s3_counts_by_price_class(tmp_path: Path) -> None:
@@ -154,7 +183,7 @@ def test_a_pages_calls_are_the_slope_between_two_sizes_and_s3_counts_by_price_cl
     small = _scenario(500, {"s3.PutObject": 25, "s3.GetObject": 28}, 516.0, 18)
     rows = [_bench_row("sluice", "default", 100, 80.0), _bench_row("pipeline", "first", 100, 90.0)]
     cost_file, bench_file = _write(tmp_path, _cost(big, small), _bench(rows))
-    figures = measured(cost_file, bench_file)
+    figures = _measured(cost_file, bench_file)
     assert figures.s3_puts == pytest.approx(15 / 1500)
     assert figures.s3_gets == pytest.approx(20 / 1500)
     assert figures.write_units == pytest.approx(1515 / 1500)
@@ -165,6 +194,48 @@ def test_a_pages_calls_are_the_slope_between_two_sizes_and_s3_counts_by_price_cl
     calls = {"s3.CreateMultipartUpload": 1, "s3.UploadPart": 3, "s3.CompleteMultipartUpload": 1}
     calls |= {"s3.ListObjectsV2": 1, "s3.HeadObject": 2, "s3.GetObject": 4, "s3.DeleteObject": 5}
     cost_file, bench_file = _write(tmp_path, _cost(_scenario(10, calls, 10.0, 1), None), _bench(rows))
-    figures = measured(cost_file, bench_file)
+    figures = _measured(cost_file, bench_file)
     assert figures.s3_puts == pytest.approx(6 / 10)
     assert figures.s3_gets == pytest.approx(6 / 10)
+
+
+def test_a_functions_base_is_the_higher_of_the_engines_peak_and_its_handlers(tmp_path: Path) -> None:
+    # The engine bench client peaks at 85 MB; the fetcher and finalizer handlers, imported with their AWS
+    # clients, at 93 and 99 MB; the scheduler's 80 MB is under the engine's.
+    rows = [_bench_row("sluice", "default", 10000, 85.0), _bench_row("pipeline", "first", 10000, 200.0)]
+    cost_file, bench_file = _write(
+        tmp_path, _cost(_scenario(2000, {"s3.PutObject": 40}, 2000.0, 60), None), _bench(rows)
+    )
+    _side_files(tmp_path, {"fetcher": 93.0, "scheduler": 80.0, "finalizer": 99.0})
+    figures = _measured(cost_file, bench_file)
+    assert figures.base_rss_mb == {"fetcher": 93.0, "scheduler": 85.0, "finalizer": 99.0}
+    assert "handler-rss.json" in figures.sources["process memory"]
+
+
+def test_finalizer_memory_a_page_is_the_worst_shard_tasks_not_the_local_finalizes_rss_rise(tmp_path: Path) -> None:
+    # The local bench's finalize rose 1 MB over 100 pages (10 KB a page, and flat whatever the run's size); the
+    # synthetic sharded finalize's worst task peaked at 190 MB over 10,000 pages a shard: (190 - 90) / 10,000.
+    rows = [_bench_row("sluice", "default", 100, 80.0), _bench_row("pipeline", "first", 100, 90.0)]
+    cost_file, bench_file = _write(
+        tmp_path, _cost(_scenario(2000, {"s3.PutObject": 40}, 2000.0, 60), None), _bench(rows)
+    )
+    figures = _measured(cost_file, bench_file)
+    assert figures.finalize_mb == pytest.approx(100 / 10_000)
+    source = figures.sources["finalizer memory a page"]
+    assert "finalize-synthetic-320000.json" in source
+    assert "190 MB (keys) at 10,000 pages a shard" in source
+
+
+def test_the_largest_synthetic_finalize_is_read_by_default() -> None:
+    figures = measured()
+    assert "finalize-synthetic-1000000.json" in figures.sources["finalizer memory a page"]
+    assert figures.finalize_mb > 0.001  # several KB a page of its shard, not the flat local rise's 0.2 KB
+
+
+def test_a_figure_that_falls_from_the_smaller_run_to_the_larger_is_refused(tmp_path: Path) -> None:
+    big = _scenario(2000, {"s3.PutObject": 40}, 2000.0, 60)
+    small = _scenario(500, {"s3.PutObject": 50}, 500.0, 15)
+    rows = [_bench_row("sluice", "default", 100, 80.0), _bench_row("pipeline", "first", 100, 90.0)]
+    cost_file, bench_file = _write(tmp_path, _cost(big, small), _bench(rows))
+    with pytest.warns(NegativeSlopeWarning), pytest.raises(InputFileError, match="negative slope"):
+        _measured(cost_file, bench_file)

@@ -17,7 +17,7 @@ from sluice_tools.scale.quotas import load_quotas
 QUOTAS = load_quotas()
 
 
-def figures(**changes: float) -> Measured:
+def figures(**changes: float | dict[str, float]) -> Measured:
     """Per-page figures of nothing at all, but those a test sets."""
     base = Measured(
         write_units=1.0,
@@ -27,7 +27,7 @@ def figures(**changes: float) -> Measured:
         sqs_requests=0.0,
         log_bytes=0.0,
         cpu_s=0.0,
-        fetcher_rss_mb=100.0,
+        base_rss_mb={"fetcher": 100.0, "scheduler": 100.0, "finalizer": 100.0},
         finalize_s=0.0,
         finalize_bytes=0.0,
         finalize_mb=0.0,
@@ -210,3 +210,25 @@ def test_a_night_without_urls_is_refused() -> None:
     site = Site(latency_s=0.1, concurrency=1, concurrency_per_domain=1)
     with pytest.raises(ValueError, match="at least one host"):
         play(Night((), site, stack()), QUOTAS, figures())
+
+
+def test_the_backlogs_gets_are_the_measured_slopes_not_counted_again_from_the_waves() -> None:
+    # The round-robin fan-out sends a host's next wave from its chunk object (a GET a wave, played as time), but
+    # make cost's slope already holds a page's share of that GET: 4,000 URLs at 0.01 GET a page are 40 GETs,
+    # whatever number of waves the night plays (here 1 host x 400 messages, 20 at a time: 19 refills).
+    site = Site(latency_s=0.1, concurrency=10, concurrency_per_domain=10)
+    night = Night((4_000,), site, stack(host_backlog_messages=20), fan_out="round-robin")
+    outcome = play(night, QUOTAS, figures(s3_gets=0.01))
+    assert outcome.usage.s3_gets == 40
+
+
+def test_each_function_starts_from_its_own_base_memory() -> None:
+    # The scheduler holds 8 bytes a seed twice over its base (100,000 seeds: 1.6 MB); a finalize shard its
+    # pages' memory over its own (16 shards of 6,250 pages at 1 KB: 6.25 MB); the fetcher its base alone.
+    site = Site(latency_s=0.1, concurrency=100, concurrency_per_domain=100)
+    bases = {"fetcher": 90.0, "scheduler": 120.0, "finalizer": 150.0}
+    outcome = play(Night((10_000,) * 10, site, stack()), QUOTAS, figures(base_rss_mb=bases, finalize_mb=0.001))
+    assert outcome.shards == 16
+    assert outcome.functions["fetcher"].memory_mb == pytest.approx(90.0)
+    assert outcome.functions["scheduler"].memory_mb == pytest.approx(120.0 + 1.6)
+    assert outcome.functions["finalizer"].memory_mb == pytest.approx(150.0 + 6.25)

@@ -77,7 +77,7 @@ def advice(
         per_fetcher = site.concurrency / site.latency_s / row["wall_over_bound"]
         needed = math.ceil(urls / (NIGHT_TARGET_S * 0.95 * per_fetcher) / 10) * 10
         fetchers = max(stack.fetcher_max_concurrency, needed)
-        memory = memory_size(figures.fetcher_rss_mb + 16 * urls / 1e6)
+        memory = memory_size(figures.base_rss_mb["scheduler"] + 16 * urls / 1e6)
         tuned = replace(
             stack, fetcher_max_concurrency=fetchers, scheduler_memory_mb=max(stack.scheduler_memory_mb, memory)
         )

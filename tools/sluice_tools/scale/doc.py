@@ -198,9 +198,11 @@ the fetcher that ends the last) and the sharded finalizer.
 {table(pairs)}
 With the old fan-out, a host whose backlog passes the first 120,000 messages hides every host behind
 it: the fetchers crawl the few hosts they can see, each invocation short of the hosts its concurrency
-wants. The one finalizer needs about {per_page * 1000:.2f} ms and {figures.finalize_mb * 1000:.2f} KB a
-page: past Lambda's 15 minutes at about {900 / per_page / 1e6:.1f}M pages, and past its 10,240 MB at
-about {10240 / figures.finalize_mb / 1e6:.1f}M.
+wants. The one finalizer needs about {per_page * 1000:.2f} ms and {figures.finalize_mb * 1024:.1f} KB a
+page over its {figures.base_rss_mb["finalizer"]:.0f} MB base (a sharded finalize task's measured memory a
+page of its shard, which one invocation holding every page would hold for all of them): past Lambda's
+15 minutes at about {900 / per_page / 1e6:.1f}M pages, and past its 10,240 MB at about
+{(10240 - figures.base_rss_mb["finalizer"]) / figures.finalize_mb / 1e6:.1f}M.
 
 ## What to set, for each size
 
@@ -221,18 +223,22 @@ units a second). The 100M-URL night over 10,000 hosts, even, with more fetchers
 {settings_table(stack, site, figures, quotas)}
 A page's calls, units and log bytes are the slope between `make cost`'s two runs of its scenario (what a
 page adds), never one run divided by its pages: a run makes about {figures.run_s3_puts:.0f} S3 PUTs and
-{figures.run_s3_gets:.0f} GETs whatever its size (the finalize shard's plan, scan, keys and write objects and
-their indexes, the manifest, summary and page index, robots.txt, the Parquet copy's state), which the
+{figures.run_s3_gets:.0f} GETs whatever its size (the finalize shard's plan, scan, keys and write objects
+and their indexes, the manifest, summary and page index, robots.txt, the Parquet copy's state), which the
 sharded finalizer, the fan-out's backlog and the Parquet copy added and which, spread over a 2,000-page
-run, read as a page's. A page's own are a PUT of its batch's part and a ranged GET of it by the finalizer,
-and the fan-out's backlog GET a wave (a host's 200 URLs at the default cap), which the model also counts
-from the waves it plays (a GET a wave counted twice). S3 requests count by price class, as `make cost`
-prices them (`sluice_tools.meter.prices`: PUT, COPY, POST, LIST and multipart uploads; GET and HEAD): the
-metered runs make only PutObject and GetObject, so the 3,500 PUTs and 5,500 GETs a second a prefix takes
-count the same requests. A fetcher's memory is the engine's peak RSS (fetch and extract at the spec's
-concurrency: flat from 1,000 to 10,000 pages, as a fetcher's batch is whatever the night's size), not
-`sluice run`'s, whose process also holds the local store and finalizes, and whose nightly variant runs
-the first run before it.
+run, read as a page's. A page's own are a PUT of its batch's part and a ranged GET of it by the
+finalizer, and its share of the fan-out's backlog GET a wave (a host's 200 URLs at the default cap),
+which the model takes from the slope alone (the waves it plays add time, not GETs again). S3 requests
+count by price class, as `make cost` prices them (`sluice_tools.meter.prices`: PUT, COPY, POST, LIST and
+multipart uploads; GET and HEAD): the metered runs make only PutObject and GetObject, so the 3,500 PUTs
+and 5,500 GETs a second a prefix takes count the same requests. Each function's base memory is the higher
+of the engine's peak RSS (fetch and extract at the spec's concurrency: flat from 1,000 to 10,000 pages,
+as a fetcher's batch is whatever the night's size) and its handler's RSS once imported with its AWS
+clients built (`python -m sluice_tools.scale.handler_memory`), not `sluice run`'s, whose process also
+holds the local store and finalizes, and whose nightly variant runs the first run before it. The
+scheduler adds its seeds, a finalize task the measured memory a page of its shard (`python -m
+bench.finalize_scale --synthetic N`'s worst task, less the interpreter's), never the local bench's
+finalize RSS rise, which stays flat whatever the run's size.
 
 AWS's limits, from `tools/sluice_tools/scale/quotas.yaml` (one entry a limit, with its source):
 

@@ -21,11 +21,19 @@ from infra.config import DEFAULT, StackConfig
 from sluice.adapters.aws.queue import SqsQueue
 from sluice.pipeline.start.fanout import CHUNK
 from sluice.spec.models import Politeness
+from sluice_tools.meter.fit import slope, small_for
 from sluice_tools.meter.prices import s3_request_class
+from sluice_tools.scale.handler_memory import HANDLER_FILE, HANDLERS
 
 ROOT = Path(__file__).resolve().parents[3]
 COST_FILE = ROOT / "bench" / "results" / "cost-latest.json"
 BENCH_FILE = ROOT / "bench" / "results" / "latest.json"
+RESULTS = ROOT / "bench" / "results"
+FINALIZE_GLOB = "finalize-synthetic-*.json"
+"""`python -m bench.finalize_scale --synthetic N`'s results: shard tasks each in a fresh process, as on Lambda."""
+FINALIZE_TASK_BASE_MB = 90.0
+"""A fresh interpreter with the pipeline imported, before a finalize shard task's work: ``BASELINE_MB`` of
+``bench/finalize_scale.py``, which docs/benchmarks.md's "Finalizing in shards" subtracts the same way."""
 COST_SCENARIO = "demo crawl, first run"
 """The `make cost` run whose calls per page the model uses: a first run, every page fetched (the dearer night)."""
 
@@ -144,14 +152,17 @@ class Measured:
     log_bytes: float
     cpu_s: float
     """CPU a page costs the fetcher (``sluice run``'s whole pipeline, first run, on this machine)."""
-    fetcher_rss_mb: float
-    """A fetcher's memory: the engine's peak RSS (fetch and extract at the spec's concurrency, no local store)."""
+    base_rss_mb: dict[str, float]
+    """Each function's base memory (``fetcher``, ``scheduler``, ``finalizer``): the higher of the engine's peak RSS
+    (fetch and extract at the spec's concurrency, no local store) and that handler's RSS once imported with its
+    AWS clients built (``sluice_tools.scale.handler_memory``)."""
     finalize_s: float
     """The finalizer's own time a page (counting, digests, copying; local files)."""
     finalize_bytes: float
     """Bytes a page the finalizer reads and writes (moved through S3 at S3_BYTES_PER_S on AWS)."""
     finalize_mb: float
-    """Memory a page the finalizer holds."""
+    """Memory a page of its shard a finalize task holds over the interpreter's: the worst shard task's peak RSS of
+    the largest synthetic sharded finalize, less :data:`FINALIZE_TASK_BASE_MB`, over its shard's pages."""
     site_latency_s: float
     """The site latency `make cost` priced Lambda at."""
     sources: dict[str, str]
@@ -189,7 +200,45 @@ def _s3_class(calls: dict[str, Any], wanted: str) -> float:
     return float(sum(n for op, n in calls.items() if op.startswith("s3.") and s3_request_class(op[3:]) == wanted))
 
 
-def measured(cost_file: Path = COST_FILE, bench_file: Path = BENCH_FILE, scenario: str = COST_SCENARIO) -> Measured:
+def _largest_finalize(results: Path) -> Path:
+    files = sorted(results.glob(FINALIZE_GLOB))
+    if not files:
+        raise InputFileError(
+            f"no {FINALIZE_GLOB} in {_shown(results)}: run `python -m bench.finalize_scale --synthetic N`"
+        )
+    return max(files, key=lambda f: int(_get(_read(f), "first.pages", f)))
+
+
+def finalize_task_mb(finalize_file: Path) -> tuple[float, str]:
+    """Memory a page of its shard a finalize shard task holds, and where it came from: the worst task (peak RSS,
+    first run or nightly, any phase) of a synthetic sharded finalize, less the interpreter's, over its shard's
+    pages. Not the local bench's whole-finalize RSS rise, which stays flat whatever the run's size."""
+    data = _read(finalize_file)
+    first = _get(data, "first", finalize_file)
+    pages, shards = float(_get(first, "pages", finalize_file)), int(_get(first, "shards", finalize_file))
+    phases = [p for run in ("first", "nightly") if run in data for p in _get(data[run], "phases", finalize_file)]
+    if not phases or shards < 1:
+        raise InputFileError(f"{finalize_file.name}: no shard phases")
+    worst = max(phases, key=lambda p: float(p["peak_rss_mb"]))
+    shard_pages = pages / shards
+    per_page = (float(worst["peak_rss_mb"]) - FINALIZE_TASK_BASE_MB) / shard_pages
+    if per_page <= 0:
+        raise InputFileError(f"{finalize_file.name}: a shard task's peak is not above the interpreter's")
+    source = (
+        f"{_shown(finalize_file)} ({data.get('date', '?')}, `{data.get('command', 'bench.finalize_scale')}`): worst"
+        f" shard task {float(worst['peak_rss_mb']):.0f} MB ({worst['phase']}) at {shard_pages:,.0f} pages a shard,"
+        f" less the interpreter's ~{FINALIZE_TASK_BASE_MB:.0f} MB"
+    )
+    return per_page, source
+
+
+def measured(
+    cost_file: Path = COST_FILE,
+    bench_file: Path = BENCH_FILE,
+    scenario: str = COST_SCENARIO,
+    finalize_file: Path | None = None,
+    handler_file: Path = HANDLER_FILE,
+) -> Measured:
     """The per-page figures, read from the two results files.
 
     A page's calls are the slope between `make cost`'s run and its smaller run of the same scenario (as
@@ -202,17 +251,17 @@ def measured(cost_file: Path = COST_FILE, bench_file: Path = BENCH_FILE, scenari
         raise InputFileError(f"{cost_file.name}: no scenario {scenario!r}")
     run = runs[0]
     pages = float(_get(run, "pages", cost_file))
-    smalls = [
-        s
-        for s in cost.get("small_scenarios", [])
-        if s.get("label") == scenario and 0 < float(s.get("pages", 0)) < pages
-    ]
-    small = smalls[0] if smalls else None
+    small = small_for(cost, scenario, below=pages)
 
     def per_page(of: Callable[[dict[str, Any]], Any]) -> float:
         if small is None:
             return float(of(run)) / pages
-        return max(0.0, (float(of(run)) - float(of(small))) / (pages - float(small["pages"])))
+        found = slope(float(small["pages"]), float(of(small)), pages, float(of(run)), what=f"{cost_file.name} figure")
+        if found < 0:
+            raise InputFileError(
+                f"{cost_file.name}: a figure falls from the smaller run to the larger (a negative slope)"
+            )
+        return found
 
     def per_run(of: Callable[[dict[str, Any]], Any]) -> float:
         return max(0.0, float(of(run)) - per_page(of) * pages)
@@ -238,7 +287,12 @@ def measured(cost_file: Path = COST_FILE, bench_file: Path = BENCH_FILE, scenari
     biggest = max(finals, key=int)
     final = _get(finals, f"{biggest}.first", bench_file)
     final_pages = float(final["pages"])
-    slope = "" if small is None else f", slope from {int(small['pages']):,} to {int(pages):,} pages"
+    finalize_mb, finalize_source = finalize_task_mb(finalize_file or _largest_finalize(RESULTS))
+    handlers = _read(handler_file)
+    handler_rss = _get(handlers, "peak_rss_mb", handler_file)
+    engine_mb = float(engine["peak_rss_mb"])
+    base = {name: max(engine_mb, float(_get(handler_rss, name, handler_file))) for name in HANDLERS}
+    slope_note = "" if small is None else f", slope from {int(small['pages']):,} to {int(pages):,} pages"
     return Measured(
         write_units=per_page(lambda s: _get(s, "dynamodb.wru", cost_file)),
         read_units=per_page(lambda s: _get(s, "dynamodb.rru", cost_file)),
@@ -247,19 +301,24 @@ def measured(cost_file: Path = COST_FILE, bench_file: Path = BENCH_FILE, scenari
         sqs_requests=per_page(lambda s: _get(s, "sqs_billed_requests", cost_file)),
         log_bytes=per_page(lambda s: _get(s, "log_bytes", cost_file)),
         cpu_s=float(first["cpu_s"]) / float(first["pages_ok"]),
-        fetcher_rss_mb=float(engine["peak_rss_mb"]),
+        base_rss_mb=base,
         finalize_s=float(final["ms_per_page"]) / 1000,
         finalize_bytes=float(final["bytes_read_per_page"]) + float(final["bytes_written_per_page"]),
-        finalize_mb=float(final["rss_rise_mb"]) / final_pages,
+        finalize_mb=finalize_mb,
         site_latency_s=float(_get(cost, "site_latency_ms", cost_file)) / 1000,
         run_s3_puts=per_run(lambda s: _s3_class(calls(s), "put")),
         run_s3_gets=per_run(lambda s: _s3_class(calls(s), "get")),
         sources={
             "calls, units and bytes a page": f"{_shown(cost_file)} ({_get(cost, 'when', cost_file)}, "
-            f"{scenario!r}{slope})",
+            f"{scenario!r}{slope_note})",
             "CPU and memory a page": f"{_shown(bench_file)} ({_get(bench, 'started', bench_file)}, "
-            f"pipeline first run of {int(first['pages_ok']):,} pages; finalizer at {int(final_pages):,} pages)",
-            "process memory": f"peak RSS of `make bench`'s engine run (fetch and extract, no local store) of "
-            f"{int(engine['pages_ok']):,} pages, {_shown(bench_file)} ({_get(bench, 'started', bench_file)})",
+            f"pipeline first run of {int(first['pages_ok']):,} pages; finalizer time and bytes at"
+            f" {int(final_pages):,} pages)",
+            "finalizer memory a page": finalize_source,
+            "process memory": f"each function's base, the higher of the peak RSS of `make bench`'s engine run (fetch"
+            f" and extract, no local store) of {int(engine['pages_ok']):,} pages, {engine_mb:.0f} MB,"
+            f" {_shown(bench_file)} ({_get(bench, 'started', bench_file)}), and its handler's RSS once imported with"
+            f" its AWS clients built, {_shown(handler_file)} ({_get(handlers, 'date', handler_file)},"
+            f" `{_get(handlers, 'command', handler_file)}`)",
         },
     )

@@ -333,7 +333,7 @@ class _Play:
         )
 
     def _scheduler_invocation(self, seconds: float) -> None:
-        memory = self.m.fetcher_rss_mb + 2 * SEED_BYTES * self.night.urls / 1e6
+        memory = self.m.base_rss_mb["scheduler"] + 2 * SEED_BYTES * self.night.urls / 1e6
         self.scheduler.add(seconds, memory, self.night.stack.scheduler_memory_mb)
         self.scheduler.peak_concurrency = 1
 
@@ -383,7 +383,7 @@ class _Play:
             self.requests_at[int(self.now)] += receives[0]
             self.busy += 1
             seconds, pages, refills = self._batch_time(batch, receives[0])
-            self.fetcher.add(seconds, self.m.fetcher_rss_mb, stack.fetcher_memory_mb)
+            self.fetcher.add(seconds, self.m.base_rss_mb["fetcher"], stack.fetcher_memory_mb)
             self.at(self.now + seconds, "done", (batch, pages, refills))
         self.fetcher.peak_concurrency = max(self.fetcher.peak_concurrency, self.busy)
         self.in_flight_peak = max(self.in_flight_peak, self.queue.in_flight)
@@ -473,7 +473,7 @@ def _finalize(play: _Play, night: Night, quotas: Quotas) -> tuple[float, int, fl
     pages = night.urls
     # On AWS its bytes go through S3; the local runner's finalizer reads and writes files (in finalize_s).
     per_page = m.finalize_s / night.cpu_share if night.shared_cpu else m.finalize_s + m.finalize_bytes / S3_BYTES_PER_S
-    base = m.fetcher_rss_mb
+    base = m.base_rss_mb["finalizer"]
     if night.finalizer == "single":
         seconds = COLD_START_S + pages * per_page
         play.finalizer.add(seconds, base + pages * m.finalize_mb, stack.finalizer_memory_mb)
@@ -628,7 +628,8 @@ def play(night: Night, quotas: Quotas, measured: Measured, prices: PriceList = U
         write_units=night.urls * m.write_units,
         read_units=night.urls * m.read_units,
         s3_puts=math.ceil(night.urls * m.s3_puts) + shards * 3,
-        s3_gets=math.ceil(night.urls * m.s3_gets) + int(sum(run.refills_at.values())),
+        # The backlog's GET a wave is in the measured slope (a page's share of its host's wave): not added again.
+        s3_gets=math.ceil(night.urls * m.s3_gets),
         sqs_requests=float(run.sqs_requests),
         lambda_gb_s=run.fetcher.gb_s + run.scheduler.gb_s + run.finalizer.gb_s,
         lambda_requests=run.fetcher.invocations + run.scheduler.invocations + run.finalizer.invocations,

@@ -175,10 +175,14 @@ def settings_table(stack: Stack, site: Site, measured: Measured, quotas: Quotas)
         (
             "finalizer: time, bytes moved, memory a page",
             f"{measured.finalize_s * 1000:.3f} ms, {measured.finalize_bytes / 1000:.1f} KB "
-            f"(at 100 MB/s), {measured.finalize_mb * 1000:.2f} KB",
-            measured.sources["CPU and memory a page"],
+            f"(at 100 MB/s), {measured.finalize_mb * 1024:.1f} KB of its shard",
+            f"{measured.sources['CPU and memory a page']}; memory: {measured.sources['finalizer memory a page']}",
         ),
-        ("process base memory", f"{measured.fetcher_rss_mb:.0f} MB", measured.sources["process memory"]),
+        (
+            "each function's base memory",
+            ", ".join(f"{name} {mb:.0f} MB" for name, mb in measured.base_rss_mb.items()),
+            measured.sources["process memory"],
+        ),
     ]
     body = "".join(f"| {name} | {value} | {source} |\n" for name, value, source in rows)
     return "| input | value | from |\n|---|---|---|\n" + body
