@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -281,9 +282,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(arguments[1:])
     args = build_parser().parse_args(arguments)
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # here, where a reader gone away is caught, not at the interpreter's exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed it (``sluice runs --json | head``): stop quietly, as a shell's commands do.
+
+    What is still buffered goes to /dev/null, so the interpreter's last flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141  # 128 + SIGPIPE, what the shell reports for a command a closed pipe stopped
 
 
 if __name__ == "__main__":
