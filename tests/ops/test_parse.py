@@ -324,3 +324,14 @@ def test_the_shell_is_a_python_prompt_with_the_page_and_its_helpers(tmp_path: Pa
     printed = [line.removeprefix(">>> ") for line in shell.stdout.splitlines()]  # the prompt goes to stdout too
     assert printed == ["['One', 'Two', 'Three']", "[1.5, None, 3.0]", "4", ""]
     assert "helpers: css(selector), field(name), links(rule); page, trace, spec" in shell.stderr
+
+
+def test_parse_of_a_loopback_page_without_allow_loopback_says_the_flag_it_needs(
+    tmp_path: Path, site: RunningDemoSite, sluice: Cli
+) -> None:
+    spec = _spec_at(tmp_path, TYPES_SPEC, site)
+    code, out, err = sluice("parse", str(spec), f"{site.base_url}/catalogue/page-1.html")
+    assert code != 0
+    said = out + err
+    assert "loopback" in said
+    assert "(targets on 127.0.0.0/8 need --allow-loopback)" in said

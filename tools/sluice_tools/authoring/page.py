@@ -142,7 +142,8 @@ class SiteReader:
                     attempts=outcome.attempts,
                 )
             case Skipped():
-                raise PageUnavailable(f"skipped: {outcome.reason}")
+                hint = " (targets on 127.0.0.0/8 need --allow-loopback)" if "loopback" in outcome.reason else ""
+                raise PageUnavailable(f"skipped: {outcome.reason}{hint}")
             case Failed():
                 raise PageUnavailable(f"failed after {outcome.attempts} attempt(s): {outcome.reason}")
             case NotModified():  # never: no validators are sent
