@@ -428,9 +428,32 @@ def test_domains_are_each_specs_own_whichever_spec_asked_before() -> None:
             }
         )
     )
-    allowed = parse_spec(minimal(seeds={"urls": ["https://a.example/x"]}, follow={"allowed_domains": ["d.example"]}))
+    allowed = parse_spec(minimal(seeds={"urls": ["https://a.d.example/x"]}, follow={"allowed_domains": ["d.example"]}))
     for _ in range(2):
         assert one.domains() == frozenset({"a.example", "b.example"})
         assert two.domains() == frozenset({"a.example", "c.example"})
         assert templated.domains() == frozenset({"a.example", "t.example"})
         assert allowed.domains() == frozenset({"d.example"})
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (minimal(follow={"max_pages": "lots"}), "follow.max_pages: Input should be a valid integer, unable to parse"),
+        (minimal(follow={"max_depth": -1}), "follow.max_depth: Input should be greater than or equal to 0 (got -1)"),
+        (minimal(alerts={"max_error_rate": 1.5}), "alerts.max_error_rate: Input should be less than or equal to 1"),
+    ],
+)
+def test_a_wrong_value_pydantic_refuses_is_quoted_beside_its_field(data: Any, expected: str) -> None:
+    """pydantic's own words ("Input should be a valid integer") do not say what the spec held: the error quotes it."""
+    (line,) = errors_of(data)
+    assert line.startswith(expected), line
+    given = {"follow.max_pages": "(got 'lots')", "follow.max_depth": "(got -1)", "alerts.max_error_rate": "(got 1.5)"}
+    assert line.endswith(given[line.split(":")[0]]), line
+
+
+def test_a_long_or_structured_wrong_value_is_not_quoted() -> None:
+    (line,) = errors_of(minimal(follow={"max_pages": "x" * 200}))
+    assert "got" not in line
+    (listed,) = errors_of(minimal(follow={"max_pages": [1, 2]}))
+    assert "got" not in listed

@@ -33,7 +33,21 @@ def _message(error: Any) -> str:
         message = f"{error.get('input')!r} is not one of: " + message.removeprefix("Input should be ")
         if "process" in error["loc"]:
             message += ", nor a mapping {regex: PATTERN} or {replace: [OLD, NEW]}"
+    elif kind not in _OWN_WORDS:
+        message += _what_was_given(error.get("input"))
     return message
+
+
+_OWN_WORDS = frozenset({"value_error", "assertion_error"})
+"""Errors our validators raise: their messages already quote what they refuse."""
+
+
+def _what_was_given(value: Any) -> str:
+    """`` (got 'lots')``: pydantic's own messages ("Input should be a valid integer") do not say what the spec
+    held, and a spec's wrong value is easier found by its text. Only a short scalar is quoted."""
+    if isinstance(value, bool | int | float | str) and len(shown := repr(value)) <= 80:
+        return f" (got {shown})"
+    return ""
 
 
 _TAGS = frozenset({"name", "regex", "replace", "function-after[_field_shorthand(), ExtractField]"})
