@@ -159,6 +159,16 @@ def test_a_result_built_by_slot_is_the_result_built_by_its_init() -> None:
         result_of_values([*values, None])
 
 
+def test_a_result_has_nothing_its_init_does_that_building_by_slot_would_skip() -> None:
+    """``result_of_values`` sets slots and skips ``__init__``: sound only while ``__init__`` does nothing more. A
+    ``__post_init__`` (a check, a derived field), an ``InitVar`` or a field left out of ``__init__`` would be
+    skipped silently on every read: this fails first."""
+    assert "__post_init__" not in vars(PageResult)
+    assert all(f.init for f in fields(PageResult))
+    assert [f.name for f in fields(PageResult)] == list(PageResult.__match_args__)
+    assert set(PageResult.__slots__) == {f.name for f in fields(PageResult)}
+
+
 def test_a_result_built_by_slot_stays_frozen() -> None:
     built = result_of_values([getattr(FULL, f.name) for f in fields(PageResult)])
     with pytest.raises(AttributeError):
