@@ -144,6 +144,12 @@ def test_killed_run_resumes_fetching_no_page_already_done_and_ends_with_every_re
     for url in done_before:
         path = url.removeprefix(slow_site.base_url)
         assert slow_site.stats.count(path) == 1, f"{path} fetched again after the resume"
+    # The run's log holds what the killed command wrote before its kill, then the resume: one log for the run.
+    logs = state / "logs" / f"{CRAWL}-{out['run_id']}.jsonl"
+    messages = [json.loads(line).get("message") for line in logs.read_text(encoding="utf-8").splitlines()]
+    assert "run resumed" in messages
+    assert "run opened" in messages[: messages.index("run resumed")]
+    assert sorted(p.name for p in logs.parent.glob("*.jsonl")) == [logs.name]
 
 
 def test_restart_abandons_the_interrupted_run_and_starts_anew(

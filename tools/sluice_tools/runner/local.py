@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import shutil
 import threading
 import time
@@ -88,6 +89,24 @@ class Resumed:
         if self.run.status == "finalizing":
             return f"finishing run {self.run.run_id}: all {self.done} pages done, its output was being written"
         return f"resuming run {self.run.run_id}: {self.done} of {self.enqueued} pages done"
+
+
+_STARTED_LOG = re.compile(r"-\d{8}T\d{6}\.jsonl")
+"""The end of a command's log name while its run is not known to have ended: ``CRAWL-YYYYmmddTHHMMSS.jsonl``."""
+
+
+def _killed_commands_logs(current: Path, crawl: str, run_id: str) -> list[Path]:
+    """The logs commands killed in ``run_id`` left under their start times, oldest first (``current``, this
+    command's own, not among them). A line of the run names it (the logs' compact JSON: ``"run_id":"RUN"``)."""
+    mark = f'"run_id":"{run_id}"'
+    found = []
+    for path in sorted(current.parent.glob(f"{crawl}-*.jsonl")):
+        if path == current or not _STARTED_LOG.fullmatch(path.name[len(crawl) :]):
+            continue
+        with path.open(encoding="utf-8", errors="replace") as text:
+            if any(mark in line for line in text):
+                found.append(path)
+    return found
 
 
 class LocalFleet:
@@ -173,10 +192,14 @@ class LocalFleet:
             finally:
                 store.close()
         named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")
-        if named.exists():  # a resumed run appends to the log its first command started
+        # A command killed before its end left its log under the time it started: a resumed run takes those lines
+        # back, first, so `sluice logs RUN` shows the run from its opening, not from "run resumed".
+        earlier = _killed_commands_logs(logs, spec.name, result.run_id)
+        if named.exists() or earlier:  # a resumed run appends to the log its first command started
             with named.open("a", encoding="utf-8") as out:
-                out.write(logs.read_text(encoding="utf-8"))
-            logs.unlink()
+                for piece in [*earlier, logs]:
+                    out.write(piece.read_text(encoding="utf-8"))
+                    piece.unlink()
         else:
             logs.replace(named)
         result.outputs["logs"] = str(named)
