@@ -15,9 +15,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from sluice.spec import CrawlSpec, SecretRef
+from sluice.spec import CrawlSpec, SecretRef, parse_spec
 
-SPEC_DOC = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_DOC = ROOT / "docs" / "spec.md"
 
 NOT_WALKED: frozenset[type[BaseModel]] = frozenset({SecretRef})
 """A reference (``{secret: NAME}``) is documented once, as a value, not under every key that takes one."""
@@ -155,3 +156,13 @@ def test_a_rows_bounds_are_the_models(path: str) -> None:
         assert any(re.search(rf"(?<![\d.,]){re.escape(s)}(?!\d|,\d|\.\d)", row) for s in spelled), (
             f"{path}: the model's bound {spelled[-1]} is not in its row: {row}"
         )
+
+
+def test_every_spec_the_readme_shows_is_a_valid_spec() -> None:
+    """A spec a user copies from the README runs: each YAML block that names a crawl parses as one."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    specs = [yaml.safe_load(block) for block in blocks]
+    crawls = [s for s in specs if isinstance(s, dict) and "name" in s and "seeds" in s]
+    assert crawls, "the README shows no spec"
+    for data in crawls:
+        parse_spec(data)
