@@ -46,6 +46,7 @@ def test_a_local_runs_lines_in_order_filtered_by_level_and_text(
     assert code == 0
     assert {tuple(line.split()[2:5]) for line in errors.splitlines()} == {("ERROR", "run", "alert")}
     assert "check=record_count_drop" in errors or "check=records_nonzero" in errors
+    assert sluice("logs", run, *where, "--level", "error")[:2] == (0, errors)  # a level in lower case is the same
 
     code, grepped, _ = sluice("logs", run, *where, "--grep", "batch done", "--json")
     assert code == 0

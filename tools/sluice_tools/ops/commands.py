@@ -202,7 +202,12 @@ def add_commands(commands: Any) -> None:
     lg = commands.add_parser("logs", help="a run's log lines (local file, or CloudWatch Logs Insights with --stage)")
     lg.add_argument("run_id", metavar="RUN", help="the run's id (as `sluice runs` lists it)")
     _where(lg)
-    lg.add_argument("--level", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="this level and above")
+    lg.add_argument(
+        "--level",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        help="this level and above",
+    )
     lg.add_argument("--grep", metavar="TEXT", help="lines containing TEXT")
     lg.add_argument("--url", metavar="TEXT", help="lines about a URL containing TEXT")
     lg.add_argument("--limit", type=_count(MAX_LOG_LINES), default=1000, help="at most this many lines (default 1000)")
