@@ -276,7 +276,10 @@ def test_base_href_relative_and_unusable(spec: CrawlSpec, pod: Pod, listing: Lis
 
 
 def test_links_out_of_scope(make_spec: MakeSpec, pod: Pod, listing: Listing) -> None:
-    spec = make_spec(follow={"selectors": ["li.next a"], "allowed_domains": ["quotes.toscrape.com"]})
+    spec = make_spec(
+        seeds=["https://quotes.toscrape.com/"],  # a seed is in scope (the spec refuses one that is not)
+        follow={"selectors": ["li.next a"], "allowed_domains": ["quotes.toscrape.com"]},
+    )
     result = extract_page(spec, PAGE_URL, listing([pod(1)]))
     assert (result.links, result.out_of_scope) == ([], 1)
 

@@ -234,7 +234,7 @@ def test_the_link_judge_agrees_with_the_scope_on_every_case_of_the_standard(
     make_spec: Callable[..., CrawlSpec],
 ) -> None:
     follow = {"allowed_domains": ["example.org", "localhost:8000"], "deny": [r"/foo/b"], "allow": [r"\w"]}
-    scope = Scope.from_spec(make_spec(follow=follow))
+    scope = Scope.from_spec(make_spec(seeds=["http://example.org/"], follow=follow))
     judge = LinkJudge(scope)
     judged = 0
     for case in _LINK_CASES * 2:  # twice: the second time from what the judge remembers
