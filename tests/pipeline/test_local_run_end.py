@@ -74,6 +74,23 @@ def _wait_for(condition: Any) -> None:
     raise AssertionError("not reached")
 
 
+def _spec_folder(tmp_path: Path, data: dict[str, Any]) -> Path:
+    """A crawls folder holding ``data`` as ``ends.yaml``."""
+    crawls = tmp_path / "crawls"
+    crawls.mkdir()
+    (crawls / "ends.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    return crawls
+
+
+def _run_within_bound(fleet: LocalFleet, data: dict[str, Any]) -> list[Any]:
+    """``fleet.run`` on a thread, waited for at most ``BOUND_S``: the run, or nothing if it did not end."""
+    runs: list[Any] = []
+    runner = threading.Thread(target=lambda: runs.append(fleet.run(parse_spec(data))), daemon=True)
+    runner.start()
+    runner.join(BOUND_S)
+    return runs
+
+
 def test_idle_workers_on_this_loop_stop_at_once_without_asking_the_queue_again(
     tmp_path: Path, hour_long_backoff: None
 ) -> None:
@@ -143,14 +160,9 @@ def test_a_run_ends_with_its_idle_workers_stopped_by_the_run_not_their_backoff(
     monkeypatch.setattr(WorkerProcesses, "stop", stopped)
     with running_demo_site(books=100) as site:
         data = books_spec("ends", site.base_url, pages=5, max_depth=0)
-        crawls = tmp_path / "crawls"
-        crawls.mkdir()
-        (crawls / "ends.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        crawls = _spec_folder(tmp_path, data)
         fleet = LocalFleet(crawls, tmp_path / "state", workers=4, processes=spread, allow_loopback=True)
-        runs: list[Any] = []
-        runner = threading.Thread(target=lambda: runs.append(fleet.run(parse_spec(data))), daemon=True)
-        runner.start()
-        runner.join(BOUND_S)
+        runs = _run_within_bound(fleet, data)
     assert runs, "the run did not end: an idle worker slept through its stop"
     assert runs[0].summary.pages.fetched == 5
     assert exit_codes == ([0, 0] if spread == 2 else [])
@@ -166,14 +178,9 @@ def test_a_run_is_finalized_when_its_last_batch_ends_not_when_the_drain_next_loo
     monkeypatch.setattr(local, "WATCH_EVERY_S", HOUR)
     with running_demo_site(books=100) as site:
         data = books_spec("ends", site.base_url, pages=5, max_depth=1)
-        crawls = tmp_path / "crawls"
-        crawls.mkdir()
-        (crawls / "ends.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        crawls = _spec_folder(tmp_path, data)
         fleet = LocalFleet(crawls, tmp_path / "state", workers=2, allow_loopback=True)
-        runs: list[Any] = []
-        runner = threading.Thread(target=lambda: runs.append(fleet.run(parse_spec(data))), daemon=True)
-        runner.start()
-        runner.join(BOUND_S)
+        runs = _run_within_bound(fleet, data)
     assert runs, "the run was not finalized: the drain slept through the end of its last batch"
     assert runs[0].summary.status == "finished"
     assert runs[0].summary.pages.fetched >= 5  # the seeds, then what their links found (a batch of its own)
@@ -188,9 +195,7 @@ def test_a_runs_work_folder_is_gone_and_its_parquet_written_when_the_command_ret
 
     with running_demo_site(books=100) as site:
         data = books_spec("ends", site.base_url, pages=5, max_depth=0)
-        crawls = tmp_path / "crawls"
-        crawls.mkdir()
-        (crawls / "ends.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        crawls = _spec_folder(tmp_path, data)
         run = LocalFleet(crawls, tmp_path / "state", workers=2, allow_loopback=True).run(parse_spec(data))
     objects = tmp_path / "state" / "objects"
     assert not (objects / work_prefix("ends", run.run_id)).exists()
