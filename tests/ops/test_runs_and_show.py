@@ -16,6 +16,7 @@ from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import state
 from sluice_tools.emulate.runner import EmulatedRunner
+from sluice_tools.runner.session import exclusive
 from sluice_tools.runner.summary import as_json
 
 from .conftest import Cli, LocalCrawls, aws_stage
@@ -134,23 +135,50 @@ def test_show_of_an_unknown_run_is_refused(three_runs: Runs, sluice: Cli) -> Non
     assert "demo-books" in err
 
 
-def test_show_of_a_run_in_flight_says_how_far_it_got(local: LocalCrawls, sluice: Cli) -> None:
-    local.run()
+def _open_run(local: LocalCrawls) -> str:
+    """A run in flight in the ledger, as a command running it (or killed while it did) leaves it."""
     store = LocalStore.open(local.state)
     try:
         open_run = store.ledger.open_run("demo-books", "digest", timedelta(hours=1), trigger=None, catalog_run=None)
         store.ledger.set_seeds("demo-books", open_run.run_id, 50)
     finally:
         store.close()
-    code, text, _ = sluice("show", open_run.run_id, "--state", str(local.state))
+    return open_run.run_id
+
+
+def test_show_of_a_run_in_flight_says_how_far_it_got(local: LocalCrawls, sluice: Cli) -> None:
+    local.run()
+    run_id = _open_run(local)
+    with exclusive(local.state):  # the command running it holds the state folder, as `sluice run` does
+        code, text, _ = sluice("show", run_id, "--state", str(local.state))
+        rows = sluice.json("runs", "demo-books", "--state", str(local.state), "--json")
+    assert code == 0
+    assert text.splitlines()[0] == f"run {run_id} of demo-books: running (its summary is written when it is finalized)"
+    assert "so far   0 of 50 pages done" in text
+    assert "interrupted" not in text
+    assert (rows[0]["status"], rows[0]["verdict"], rows[0]["records"]) == ("running", "-", None)
+
+
+def test_a_run_no_command_holds_is_interrupted_with_how_to_resume_it(local: LocalCrawls, sluice: Cli) -> None:
+    """A command killed (kill -9) mid-run leaves the ledger saying running and no process holding the folder."""
+    local.run()
+    run_id = _open_run(local)
+    where = ["--state", str(local.state), "--specs", str(local.specs)]
+    resume = f"`sluice run {local.specs}/demo-books.yaml --state {local.state}` resumes it"
+    code, text, _ = sluice("show", run_id, *where)
     assert code == 0
     assert (
-        text.splitlines()[0]
-        == f"run {open_run.run_id} of demo-books: running (its summary is written when it is finalized)"
+        text.splitlines()[0] == f"run {run_id} of demo-books: interrupted (its summary is written when it is finalized)"
     )
-    assert "so far   0 of 50 pages done" in text
-    rows = sluice.json("runs", "demo-books", "--state", str(local.state), "--json")
-    assert (rows[0]["status"], rows[0]["verdict"], rows[0]["records"]) == ("running", "-", None)
+    assert resume in text.splitlines()[1]
+    assert "--restart" in text.splitlines()[1]
+    code, table, err = sluice("runs", "demo-books", *where)
+    assert code == 0
+    assert re.search(rf"{run_id} .* interrupted ", table)
+    assert f"note: run {run_id} interrupted: no sluice command is running it" in err
+    assert resume in err
+    rows = sluice.json("runs", "demo-books", *where, "--json")
+    assert [r["status"] for r in rows] == ["interrupted", "finished"]
 
 
 def test_report_draws_the_same_runs_from_either_place(three_runs: Runs, sluice: Cli, tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def query(args: argparse.Namespace) -> int:
 
 def runs(args: argparse.Namespace) -> int:
     from sluice_tools.ops.history import NoSuchRun, open_history
-    from sluice_tools.ops.runs import recent, runs_table
+    from sluice_tools.ops.runs import recent, resume_hint, runs_table
     from sluice_tools.ops.stage import StageUnreachable
 
     try:
@@ -60,6 +60,9 @@ def runs(args: argparse.Namespace) -> int:
         rows = recent(history, args.crawl, args.limit)
     except (NoSuchRun, StageUnreachable) as exc:
         return _fail("runs", exc)
+    for row in rows:
+        if row.status == "interrupted":
+            print(f"note: run {row.run_id} {resume_hint(row.crawl, args.specs, args.state)}", file=sys.stderr)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=2))
     elif not rows:
@@ -76,7 +79,7 @@ def show(args: argparse.Namespace) -> int:
 
     try:
         history = open_history(Path(args.state), args.stage, Path(args.specs))
-        found = report(history, run_named(history, args.run_id))
+        found = report(history, run_named(history, args.run_id), specs=args.specs, state=args.state)
     except (NoSuchRun, StageUnreachable) as exc:
         return _fail("show", exc)
     print(json.dumps(found.as_json(), indent=2) if args.json else found.text())

@@ -6,7 +6,9 @@ each run's ``summary.json`` beside its records.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 from typing import Protocol
 
@@ -71,6 +73,24 @@ class LocalHistory:
 
     def close(self) -> None:
         self.store.close()
+
+    def command_running(self) -> bool:
+        """Whether a ``sluice`` command holds the state folder's lock, as every run it runs does from start to end.
+
+        Without one, a run the ledger still has in flight was left by a command that was killed: nothing runs it
+        until ``sluice run`` resumes it. The lock is taken shared for an instant and let go (a command starting in
+        that instant is refused, as it is while another run holds the folder, and can be run again)."""
+        try:
+            fd = os.open(self.store.folder / ".lock", os.O_RDONLY)
+        except FileNotFoundError:
+            return False  # no command ever ran here
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing lets go of the shared lock, if it was taken
+        return False
 
     def crawls(self) -> list[str]:
         return self.store.ledger.crawls()
@@ -175,6 +195,12 @@ class StageHistory:
 
     def logs_of(self, run: RunState) -> str | None:
         return f"CloudWatch Logs (`sluice logs {run.run_id} --stage {self.stage.name}`)"
+
+
+def command_running(history: RunHistory) -> bool | None:
+    """Whether a command is running the history's runs in flight: known for a local state folder (its lock), not
+    for a stage (None: its runs run on AWS, whatever runs here)."""
+    return history.command_running() if isinstance(history, LocalHistory) else None
 
 
 def run_named(history: RunHistory, run_id: str) -> RunState:

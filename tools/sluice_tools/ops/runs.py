@@ -8,7 +8,7 @@ from typing import Any
 
 from sluice.domain.runs import RunState
 from sluice.domain.summary import PageCounts, RunSummary
-from sluice_tools.ops.history import NoSuchRun, RunHistory
+from sluice_tools.ops.history import NoSuchRun, RunHistory, command_running
 from sluice_tools.ops.table import as_table
 
 
@@ -25,7 +25,8 @@ class RunRow:
     run_id: str
     started_at: str
     status: str
-    """``finished`` or ``unfinished`` once finalized (the summary's word), else the ledger's (``running``...)."""
+    """``finished`` or ``unfinished`` once finalized (the summary's word), else the ledger's (``running``...), or
+    ``interrupted`` for a local run in flight that no command runs (a killed command left it: `sluice run` resumes)."""
     healthy: bool | None
     alerts: list[str]
     pages: int | None
@@ -36,7 +37,8 @@ class RunRow:
     duration_s: float | None
 
     @classmethod
-    def of(cls, run: RunState, summary: RunSummary | None) -> RunRow:
+    def of(cls, run: RunState, summary: RunSummary | None, *, interrupted: bool = False) -> RunRow:
+        """``interrupted``: no command runs the run any more (said only of a run not finished)."""
         pages = summary.pages if summary is not None else None
         cost = summary.cost if summary is not None else None
         end = datetime.fromisoformat(run.finished_at) if run.finished_at else datetime.now(UTC)
@@ -44,14 +46,18 @@ class RunRow:
             crawl=run.crawl,
             run_id=run.run_id,
             started_at=run.started_at,
-            status=summary.status if summary is not None and run.status == "finished" else run.status,
+            status=summary.status
+            if summary is not None and run.status == "finished"
+            else ("interrupted" if interrupted and run.status != "finished" else run.status),
             healthy=run.healthy,
             alerts=[a.check for a in summary.verdict.alerts] if summary is not None else [],
             pages=pages_done(pages) if pages is not None else None,
             failed=pages.failed if pages is not None else None,
             records=run.records if run.records is not None else (summary.records_total if summary else None),
             cost_usd=cost.estimated_usd if cost is not None else None,
-            duration_s=(end - datetime.fromisoformat(run.started_at)).total_seconds(),
+            duration_s=None
+            if interrupted and not run.finished_at
+            else (end - datetime.fromisoformat(run.started_at)).total_seconds(),
         )
 
     @property
@@ -72,7 +78,18 @@ def recent(history: RunHistory, crawl: str, limit: int) -> list[RunRow]:
     if not runs and crawl not in history.crawls():
         known = ", ".join(history.crawls()) or "none"
         raise NoSuchRun(f"no crawl {crawl!r} in {history.where} (crawls: {known})")
-    return [RunRow.of(run, history.summary(run) if run.status == "finished" else None) for run in runs]
+    stalled = command_running(history) is False
+    return [
+        RunRow.of(run, history.summary(run) if run.status == "finished" else None, interrupted=stalled) for run in runs
+    ]
+
+
+def resume_hint(crawl: str, specs: str, state: str) -> str:
+    """How to go on with a run a killed command left (or give it up)."""
+    return (
+        f"interrupted: no sluice command is running it (the one that was was killed); "
+        f"`sluice run {specs}/{crawl}.yaml --state {state}` resumes it, with --restart closes it as unfinished"
+    )
 
 
 def duration(seconds: float | None) -> str:

@@ -9,8 +9,8 @@ from typing import Any
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.domain.runs import RunState
 from sluice.domain.summary import RunSummary
-from sluice_tools.ops.history import RunHistory
-from sluice_tools.ops.runs import RunRow, duration
+from sluice_tools.ops.history import RunHistory, command_running
+from sluice_tools.ops.runs import RunRow, duration, resume_hint
 from sluice_tools.runner.session import LocalRun
 from sluice_tools.runner.summary import as_text
 
@@ -26,6 +26,8 @@ class RunReport:
     """The run's messages in the dead-letter queue (known locally; on AWS the queue is shared, see redrive)."""
     progress: dict[str, int] | None
     """For a run not finalized yet: pages done and enqueued, records and failures so far."""
+    resume: str | None = None
+    """For a local run in flight that no command runs any more (a killed command left it): how to go on with it."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -34,15 +36,18 @@ class RunReport:
             "outputs": self.outputs,
             "dead_letters": self.dead_letters,
             "progress": self.progress,
+            "interrupted": self.resume is not None,
         }
 
     def text(self) -> str:
-        run, row = self.run, RunRow.of(self.run, self.summary)
+        run, row = self.run, RunRow.of(self.run, self.summary, interrupted=self.resume is not None)
         timing = f"  started  {run.started_at}" + (
             f", finished {run.finished_at} (took {duration(row.duration_s)})" if run.finished_at else ""
         )
         if self.summary is None:
-            lines = [f"run {run.run_id} of {run.crawl}: {run.status} (its summary is written when it is finalized)"]
+            lines = [f"run {run.run_id} of {run.crawl}: {row.status} (its summary is written when it is finalized)"]
+            if self.resume is not None:
+                lines.append(f"  {self.resume}")
             lines.append(f"{timing}, deadline {run.deadline}")
             if self.progress is not None:
                 p = self.progress
@@ -60,7 +65,9 @@ class RunReport:
         return "\n".join(lines)
 
 
-def report(history: RunHistory, run: RunState) -> RunReport:
+def report(history: RunHistory, run: RunState, *, specs: str = "crawls", state: str = ".sluice") -> RunReport:
+    """What ``sluice show`` says of ``run``; ``specs`` and ``state`` as the command was given them (for the command
+    that resumes a run a killed command left)."""
     summary = history.summary(run) if run.status == "finished" else None
     outputs: dict[str, str] = {}
     progress = None
@@ -79,4 +86,7 @@ def report(history: RunHistory, run: RunState) -> RunReport:
     logs = history.logs_of(run)
     if logs is not None:
         outputs["logs"] = logs
-    return RunReport(run, summary, outputs, history.dead_letters(run.run_id), progress)
+    resume = None
+    if run.status != "finished" and command_running(history) is False:
+        resume = resume_hint(run.crawl, specs, state)
+    return RunReport(run, summary, outputs, history.dead_letters(run.run_id), progress, resume)
