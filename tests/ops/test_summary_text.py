@@ -39,3 +39,13 @@ def test_a_summary_an_older_version_wrote_is_listed_and_shown() -> None:
     text = as_text(LocalRun("shop", old.run_id, old, [], FILES))
     assert "  records  40 (new 0, changed 1, unchanged 39)" in text.splitlines()
     assert "cost" not in text  # an old summary without a cost section says nothing of it
+
+
+def test_a_resumed_runs_summary_leaves_the_resume_to_stderr() -> None:
+    """`sluice run` says "resuming run ..." on stderr as it resumes (the fleet's ``say``): its stdout result, the
+    summary, said it again, so a terminal showed it twice and a script reading stdout got a line not of the run's."""
+    old = RunSummary.from_json(BEFORE_THE_RENAME)
+    resumed = LocalRun("shop", old.run_id, old, [], FILES, resumed=f"resuming run {old.run_id}: 2 of 3 pages done")
+    text = as_text(resumed)
+    assert "resuming" not in text
+    assert text.splitlines()[0].startswith(f"run {old.run_id} of shop: ")

@@ -178,8 +178,9 @@ def as_text(run: LocalRun) -> str:
     s = run.summary
     p, v = s.pages, s.verdict
     r = s.records or RecordCounts()
-    lines = [f"({run.resumed})"] if run.resumed else []
-    lines += [
+    # A resumed run's "resuming run ..." was said on stderr as the command began (LocalFleet's ``say``), with the
+    # other progress: the result on stdout is the run's summary alone.
+    lines = [
         f"run {run.run_id} of {run.crawl}: {s.status}, {'HEALTHY' if v.healthy else 'UNHEALTHY'}",
         f"  pages    fetched {p.fetched}, not modified {p.not_modified}, "
         + _not_due(p)
