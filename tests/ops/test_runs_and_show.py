@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from sluice.adapters.local import LocalStore
+from sluice.domain.layout import records_prefix, summary_key
 from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import state
@@ -198,3 +200,22 @@ def test_report_draws_the_same_runs_from_either_place(three_runs: Runs, sluice: 
     points = records.split("points_marks")[1].split("</g>")[0]
     assert points.count("<path") == 3
     assert records.count('xlink:href="#run-') == 3 + 1  # each point, and the alert's rule
+
+
+def test_show_of_an_emulated_run_says_where_its_data_is(local: LocalCrawls, sluice: Cli) -> None:
+    """`sluice run --emulate-aws` keeps its state in STATE/moto/, not in the local store `show` reads: `show` said
+    "no runs in STATE/" (or "no run RUN"), naming nowhere the run's data is."""
+    local.shrink(1)
+    spec = str(local.specs / "demo-books.yaml")
+    where = ["--state", str(local.state), "--specs", str(local.specs)]
+    code, out, err = sluice("run", spec, *where[:2], "--allow-loopback", "--emulate-aws", "--json", "--workers", "2")
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    moto = local.state / "moto"
+    for _ in range(2):  # with no local run in the folder, then with one
+        code, _, err = sluice("show", run_id, *where)
+        assert code == 2
+        assert f"run {run_id} was made with --emulate-aws: its data is in {moto}/" in err
+        assert str(moto / "s3" / summary_key("demo-books", run_id)) in err
+        assert str(moto / "s3" / records_prefix("demo-books", run_id)) in err
+        local.run()

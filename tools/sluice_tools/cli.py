@@ -233,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--emulate-aws",
         action="store_true",
-        help="run the real Lambda handlers on embedded AWS (moto) instead of the local store (slower; no resume)",
+        help="run the real Lambda handlers on embedded AWS (moto) instead of the local store (slower; no resume; "
+        "kept in STATE/moto/, where `sluice show` and `runs` do not read)",
     )
     run.add_argument("--allow-loopback", action="store_true", help="permit 127.0.0.0/8 targets (demo, tests)")
     run.add_argument(

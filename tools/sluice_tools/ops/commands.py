@@ -73,14 +73,17 @@ def runs(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    from sluice_tools.ops.history import NoSuchRun, open_history, run_named
+    from sluice_tools.ops.history import NoSuchRun, emulated_run, open_history, run_named
     from sluice_tools.ops.show import report
     from sluice_tools.ops.stage import StageUnreachable
 
     try:
         history = open_history(Path(args.state), args.stage, Path(args.specs))
         found = report(history, run_named(history, args.run_id), specs=args.specs, state=args.state)
-    except (NoSuchRun, StageUnreachable) as exc:
+    except NoSuchRun as exc:
+        emulated = emulated_run(Path(args.state), args.run_id) if args.stage is None else None
+        return _fail("show", emulated or exc)
+    except StageUnreachable as exc:
         return _fail("show", exc)
     print(json.dumps(found.as_json(), indent=2) if args.json else found.text())
     return 0

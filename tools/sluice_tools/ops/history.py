@@ -203,6 +203,28 @@ def command_running(history: RunHistory) -> bool | None:
     return history.command_running() if isinstance(history, LocalHistory) else None
 
 
+EMULATED = "moto"
+"""The folder under the state folder where `sluice run --emulate-aws` keeps moto's tables (``dynamodb/``) and
+bucket (``s3/``) between runs: its runs are not in the local store ``sluice show`` and ``runs`` read."""
+
+
+def emulated_run(state_dir: Path, run_id: str) -> str | None:
+    """Where a run `sluice run --emulate-aws` made keeps its data (its summary, records, state), said for a person;
+    None when the emulated state holds no run by that id."""
+    folder = state_dir / EMULATED
+    bucket = folder / "s3"
+    found = sorted(bucket.glob(f"{RUNS_PREFIX}crawl=*/run={run_id}/")) if run_id else []
+    if not found:
+        return None
+    run = found[0]
+    summary = run / "summary.json"
+    shown = f"its summary {summary}" if summary.is_file() else "no summary yet (the run did not end)"
+    return (
+        f"run {run_id} was made with --emulate-aws: its data is in {folder}/ (moto's tables in dynamodb/, its "
+        f"bucket in s3/), not in the local store `sluice show` reads; {shown}, its records {run / 'records'}/"
+    )
+
+
 def run_named(history: RunHistory, run_id: str) -> RunState:
     """The run with this id, or NoSuchRun naming the crawls there are."""
     run = history.find_run(run_id)
