@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import tomllib
 from pathlib import Path
 
+import pytest
+
+from sluice_tools.cli import main
 from sluice_tools.clidoc import DOC, commands, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,3 +64,21 @@ def test_every_argument_says_what_it_is() -> None:
 def test_the_cli_reference_is_what_the_parsers_say() -> None:
     # docs/cli.md is written by `python -m sluice_tools.clidoc`: run it after changing a flag.
     assert DOC.read_text(encoding="utf-8") == render()
+
+
+def test_help_shows_no_rst_literals(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sluice --help` printed the module docstring's ``sluice`` with its double backticks."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "The sluice command: validate specs" in " ".join(top.split())
+    helps = [top] + [parser.format_help() for _, parser, _ in commands()]
+    assert [h for h in helps if "``" in h] == []
+
+
+def test_version_prints_the_packages_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert capsys.readouterr().out.strip() == f"sluice {pyproject['project']['version']}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -188,8 +189,31 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
+_RST_LITERAL = re.compile(r"``(.+?)``")
+
+
+def plain(text: str | None) -> str | None:
+    """A docstring as ``--help`` prints it: its RST literals (double backticks) as the bare words."""
+    return _RST_LITERAL.sub(r"\1", text) if text is not None else None
+
+
+def version() -> str:
+    """The installed package's version (its metadata); from a checkout not installed, pyproject.toml's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("sluice")
+    except PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
+    parser = argparse.ArgumentParser(prog="sluice", description=plain(__doc__))
+    parser.add_argument("--version", action="version", version=f"sluice {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     validate = commands.add_parser("validate", help="check crawl spec files and name every error")

@@ -18,7 +18,8 @@ HEADER = """# The `sluice` command, flag by flag
 
 Generated from the command's own parsers (`python -m sluice_tools.clidoc`; a test fails when this
 file and the parsers disagree). `sluice COMMAND --help` says the same. The README and
-[operations](operations.md) show the commands at work.
+[operations](operations.md) show the commands at work. `sluice --version` prints the installed
+package's version.
 """
 
 
