@@ -73,3 +73,25 @@ def test_reading_the_runs_of_a_stage_without_credentials_says_how_to_get_them(
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     assert main(["runs", "books", "--stage", "prod"]) == 2
     assert "no AWS credentials. Set AWS_PROFILE" in capsys.readouterr().err
+
+
+def test_a_crawl_whose_seeds_are_all_on_loopback_is_refused_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo crawl (seeds on 127.0.0.1) ran only with `sluice run --allow-loopback`: `sluice start` of it said
+    nothing of that, and a deployed run would skip every page."""
+    specs = Path(__file__).resolve().parents[2] / "crawls"
+    assert main(["start", "demo-books", "--specs", str(specs)]) == 2  # refused before any AWS call
+    err = capsys.readouterr().err
+    assert "sluice start: crawl 'demo-books' cannot run on AWS: its seeds are on loopback" in err
+    assert "seeds.template (http://127.0.0.1:8710/catalogue/page-{n}.html)" in err
+    assert "--allow-loopback" in err
+    (tmp_path / "mixed.yaml").write_text(
+        "name: mixed\nseeds:\n  urls: ['https://example.com/', 'http://localhost:8000/']\n"
+        "extract:\n  item: body\n  fields:\n    title: {selector: 'h1::text'}\n",
+        encoding="utf-8",
+    )
+    assert main(["start", "mixed", "--specs", str(tmp_path)]) == 2  # not refused: on to AWS (no region here)
+    err = capsys.readouterr().err
+    assert "note: seeds.urls[1] (http://localhost:8000/) is on loopback" in err
+    assert "no AWS region" in err

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sluice import defaults
 from sluice.domain.runs import RunInFlight
-from sluice.spec import SpecError, load_spec
+from sluice.spec import CrawlSpec, SpecError, load_spec
 from sluice.spec.columns import field_names
 from sluice_tools.ops.commands import add_commands
 
@@ -161,11 +161,54 @@ def _batch_messages(text: str) -> int:
     return value
 
 
+def _on_loopback(url: str) -> bool:
+    from ipaddress import ip_address
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def loopback_seeds(spec: CrawlSpec) -> tuple[list[str], bool]:
+    """The spec's seed fields that name a loopback host (``seeds.template``, ``seeds.urls[0]``...), and whether
+    every seed it has is such (a seed file's are not read: a spec with one is never all loopback)."""
+    seeds = spec.seeds
+    named = [(f"seeds.urls[{i}]", str(url)) for i, url in enumerate(seeds.urls)]
+    if seeds.template is not None:
+        named.append(("seeds.template", seeds.template))
+    if seeds.sitemaps is not None:
+        named += [(f"seeds.sitemaps.urls[{i}]", str(url)) for i, url in enumerate(seeds.sitemaps.urls)]
+    loopback = [f"{field} ({url})" for field, url in named if _on_loopback(url)]
+    only = bool(loopback) and len(loopback) == len(named) and seeds.file is None
+    return loopback, only
+
+
 def _start(args: argparse.Namespace) -> int:
     """Start a run of a deployed crawl by invoking the stack's scheduler (uses your AWS credentials)."""
     from sluice.adapters.aws.clients import client
     from sluice_tools.ops.stage import Stage, StageUnreachable, aws_errors
 
+    spec_path = Path(args.specs) / f"{args.crawl}.yaml"
+    if spec_path.is_file():  # the spec as deployed from this folder: one only a local run can crawl is refused here
+        try:
+            loopback, only = loopback_seeds(load_spec(spec_path))
+        except SpecError:
+            loopback, only = [], False  # the stack's own check says what is wrong with it
+        if only:
+            print(
+                f"sluice start: crawl {args.crawl!r} cannot run on AWS: its seeds are on loopback "
+                f"(127.0.0.0/8), which the deployed fetcher refuses: {', '.join(loopback)} in {spec_path}. "
+                "Only `sluice run SPEC --allow-loopback` crawls it, on this machine.",
+                file=sys.stderr,
+            )
+            return 2
+        for seed in loopback:
+            print(f"note: {seed} is on loopback: the deployed fetcher skips its pages", file=sys.stderr)
     function = Stage.named(args.stage).config.scheduler_function
     try:
         with aws_errors(args.stage, f"invoke {function}"):
@@ -271,6 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
     start = commands.add_parser("start", help="start a run of a deployed crawl now (invokes the scheduler)")
     start.add_argument("crawl", metavar="NAME", help="the deployed crawl's name")
     start.add_argument("--stage", default="dev", help="the stack's stage (default dev)")
+    start.add_argument(
+        "--specs",
+        default="crawls",
+        help="the specs folder the stack was deployed from: a crawl whose seeds are all on loopback is refused",
+    )
     start.set_defaults(run=_start)
 
     demo = commands.add_parser(
