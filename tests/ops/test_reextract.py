@@ -84,6 +84,12 @@ def test_reextract_repairs_night_3_from_the_archive_without_a_request(
     code, text, _ = sluice("show", night3, *broken.where)
     assert code == 0
     assert f"  rebuilt  {PAGES + 1} page(s) re-extracted from the archive at " in text
+    # The night it ran, the run was UNHEALTHY: show says so beside the verdict now (it said HEALTHY alone).
+    alerts = ", ".join(a["check"] for a in broken.results[2]["verdict"]["alerts"])
+    assert text.splitlines()[0] == (
+        f"run {night3} of demo-books: finished, HEALTHY since its repair, UNHEALTHY when it ran ({alerts})"
+    )
+    assert "  as run   UNHEALTHY, 0 records (the verdict and records of the night it ran, before the repair)" in text
     shown = sluice.json("show", night3, *broken.where, "--json")
     assert shown["summary"]["verdict"]["healthy"] is True
     assert shown["summary"]["records"]["total"] == BOOKS

@@ -49,3 +49,22 @@ def test_a_resumed_runs_summary_leaves_the_resume_to_stderr() -> None:
     text = as_text(resumed)
     assert "resuming" not in text
     assert text.splitlines()[0].startswith(f"run {old.run_id} of shop: ")
+
+
+def test_a_repaired_runs_summary_says_its_verdict_when_it_ran() -> None:
+    """After `sluice reextract` the verdict is the repaired one: show said HEALTHY alone of a night that was not."""
+    old = RunSummary.from_json(BEFORE_THE_RENAME)
+    then = {"healthy": False, "alerts": [{"check": "null_rate", "message": "price missing in 100% of items"}]}
+    repaired = RunSummary.from_json(
+        old.to_json()
+        | {
+            "verdict": {"healthy": True, "alerts": []},
+            "reextracted": {"at": "2026-11-02T00:00:00+00:00", "spec_digest": "new", "before": {"verdict": then}},
+        }
+    )
+    text = as_text(LocalRun("shop", old.run_id, repaired, [], FILES)).splitlines()
+    assert text[0] == f"run {old.run_id} of shop: finished, HEALTHY since its repair, UNHEALTHY when it ran (null_rate)"
+    assert "  as run   UNHEALTHY (the verdict and records of the night it ran, before the repair)" in text
+    assert "           then ALERT null_rate: price missing in 100% of items" in text
+    plain = as_text(LocalRun("shop", old.run_id, old, [], FILES)).splitlines()
+    assert plain[0] == f"run {old.run_id} of shop: finished, HEALTHY"

@@ -180,8 +180,14 @@ def as_text(run: LocalRun) -> str:
     r = s.records or RecordCounts()
     # A resumed run's "resuming run ..." was said on stderr as the command began (LocalFleet's ``say``), with the
     # other progress: the result on stdout is the run's summary alone.
+    then = s.reextracted.before.verdict if s.reextracted is not None and s.reextracted.before is not None else None
+    ran = ""
+    if then is not None:  # a repaired run: its verdict now, and the one it had when it ran (its alerts then)
+        ran = f" since its repair, {'HEALTHY' if then.healthy else 'UNHEALTHY'} when it ran"
+        if then.alerts:
+            ran += f" ({', '.join(a.check for a in then.alerts)})"
     lines = [
-        f"run {run.run_id} of {run.crawl}: {s.status}, {'HEALTHY' if v.healthy else 'UNHEALTHY'}",
+        f"run {run.run_id} of {run.crawl}: {s.status}, {'HEALTHY' if v.healthy else 'UNHEALTHY'}{ran}",
         f"  pages    fetched {p.fetched}, not modified {p.not_modified}, "
         + _not_due(p)
         + f"failed {p.failed}, skipped {p.skipped}",
@@ -209,6 +215,15 @@ def as_text(run: LocalRun) -> str:
             f"  rebuilt  {x.pages} page(s) re-extracted from the archive at {x.at} with spec "
             f"{x.spec_digest}{missing} (no request, no link followed)"
         )
+        before = x.before
+        if before is not None and before.verdict is not None:
+            was = before.records.total if before.records is not None else None
+            counted = f", {was} records" if was is not None else ""
+            lines.append(
+                f"  as run   {'HEALTHY' if before.verdict.healthy else 'UNHEALTHY'}{counted} "
+                "(the verdict and records of the night it ran, before the repair)"
+            )
+            lines += [f"           then ALERT {a.check}: {a.message}" for a in before.verdict.alerts]
     if s.previous_run is not None:
         lines.append(f"  previous run {s.previous_run.run_id}: {s.previous_run.records} records")
     lines += _reason_lines(s)
