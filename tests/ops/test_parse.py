@@ -335,3 +335,23 @@ def test_parse_of_a_loopback_page_without_allow_loopback_says_the_flag_it_needs(
     said = out + err
     assert "loopback" in said
     assert "(targets on 127.0.0.0/8 need --allow-loopback)" in said
+
+
+def test_a_page_extract_pages_does_not_match_says_it_gives_links_only(tmp_path: Path, sluice: Cli) -> None:
+    """A page whose URL extract.pages does not match was shown as "items 0 (the page is one item)"."""
+    spec = _write(
+        tmp_path, "cards.yaml", CARDS_SPEC.replace("  item: div.card\n", "  item: div.card\n  pages: '/books/'\n")
+    )
+    page = _write(tmp_path, "cards.html", CARDS)
+    code, text, err = sluice("parse", str(spec), str(page))
+    assert code == 0, err
+    (items,) = [line for line in text.splitlines() if line.startswith("items ")]
+    assert items == (
+        "items   none: the page matches no extract.pages pattern ('/books/'): in a run it gives no records, "
+        "only its links (below) are followed"
+    )
+    assert "one item" not in text
+    out = sluice.json("parse", str(spec), str(page), "--json")
+    assert (out["items"], out["unextracted"]) == ([], "the page matches no extract.pages pattern ('/books/')")
+    matched = sluice.json("parse", str(spec), str(page), "--url", "http://127.0.0.1:1/books/cards.html", "--json")
+    assert (len(matched["items"]), matched["unextracted"]) == (3, None)

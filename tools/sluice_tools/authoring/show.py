@@ -29,6 +29,7 @@ def as_json(page: Page, trace: PageTrace) -> dict[str, Any]:
         "type": asdict(trace.type),
         "limits": asdict(trace.limits),
         "item_selector": trace.item_selector,
+        "unextracted": trace.unextracted,
         "items": [asdict(item) for item in trace.items],
         "records": trace.records,
         "links": [asdict(link) | {"followed": link.followed} for link in trace.links],
@@ -71,7 +72,12 @@ def as_text(page: Page, trace: PageTrace) -> str:
         out.append(f"carried {_short(trace.carried_in)}")
     kept = sum(i.kept for i in trace.items)
     what = f"matched by {trace.item_selector!r}" if trace.item_selector else "(the page is one item)"
-    out.append(f"items   {len(trace.items)} {what}: {kept} record(s), {len(trace.items) - kept} dropped")
+    if trace.unextracted is not None:  # nothing was extracted: not "one item" of a page no rule reads
+        out.append(
+            f"items   none: {trace.unextracted}: in a run it gives no records, only its links (below) are followed"
+        )
+    else:
+        out.append(f"items   {len(trace.items)} {what}: {kept} record(s), {len(trace.items) - kept} dropped")
     for item in trace.items:
         if item.kept:
             fell = " (fallback key)" if item.key_fallback else ""

@@ -129,6 +129,9 @@ class PageTrace:
     depth: int
     carried_in: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
+    unextracted: str | None = None
+    """Why a run takes no records from the page (its URL matches no extract.pages, no type takes it); None: it
+    extracts the page's items."""
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -222,8 +225,14 @@ def trace_page(
             )
     elif extract is None and spec.types is not None:
         notes.append("no type takes this page: no records")
+    unextracted = None
+    if extract is None and spec.types is not None:
+        unextracted = "no type takes the page"
+    elif extract is not None and extract.pages and compile_pattern(extract.pages).search(url) is None:
+        unextracted = f"the page matches no extract.pages pattern ('{extract.pages}')"
     links = _links(spec, typed.name, tree, url, extraction, records, depth, robots or {})
-    return PageTrace(url, typed, limits, item_selector, items, links, depth, dict(carried_in) if carried_in else None)
+    carried = dict(carried_in) if carried_in else None
+    return PageTrace(url, typed, limits, item_selector, items, links, depth, carried, notes, unextracted)
 
 
 def _record_line(key: str, page: str, type_: str | None, data: dict[str, Any]) -> dict[str, Any]:
