@@ -219,3 +219,37 @@ def test_show_of_an_emulated_run_says_where_its_data_is(local: LocalCrawls, slui
         assert str(moto / "s3" / summary_key("demo-books", run_id)) in err
         assert str(moto / "s3" / records_prefix("demo-books", run_id)) in err
         local.run()
+
+
+def test_a_run_says_its_catalog_run_and_warns_when_that_one_was_unhealthy(
+    local: LocalCrawls, site: RunningDemoSite, sluice: Cli
+) -> None:
+    """The catalog run is the last finished one, healthy or not (docs/spec.md): the night after a broken one
+    counted its records against the broken night's, and nothing said which run that was or that it was broken."""
+    local.shrink(2)
+    first = local.run()["run_id"]
+    site.set_catalogue(broken_selector=True)
+    broken = local.run()
+    assert broken["verdict"]["healthy"] is False
+    alerts = ", ".join(a["check"] for a in broken["verdict"]["alerts"])
+    site.set_catalogue(broken_selector=False)
+    spec = str(local.specs / "demo-books.yaml")
+    where = ["--state", str(local.state), "--specs", str(local.specs)]
+    code, text, err = sluice("run", spec, *where[:2], "--allow-loopback", "--workers", "2")
+    assert code in (0, 1), err
+    after = re.search(r"^run (\S+) of demo-books", text, re.M)
+    assert after is not None
+    warning = (
+        f"  WARNING  the catalog run {broken['run_id']} was UNHEALTHY ({alerts}): this run's seeds and counts came "
+        "from its pages and records (a run's catalog is the last finished run, healthy or not)"
+    )
+    catalog = f"  previous run {broken['run_id']}: 0 records (the catalog run: new, changed, unchanged and gone count"
+    assert warning in text.splitlines()
+    assert any(line.startswith(catalog) for line in text.splitlines())
+    code, shown, _ = sluice("show", after.group(1), *where)
+    assert code == 0
+    assert warning in shown.splitlines()
+    code, shown, _ = sluice("show", broken["run_id"], *where)  # its own catalog, night 1, was healthy
+    assert code == 0
+    assert f"  previous run {first}: " in shown
+    assert "WARNING" not in shown

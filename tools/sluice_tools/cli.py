@@ -100,9 +100,10 @@ def _demo(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from sluice.messages import MalformedMessage
     from sluice.pipeline.start.seedfile import SeedFileError
+    from sluice_tools.ops.show import local_catalog_verdict
     from sluice_tools.runner.secrets import MissingSecrets
     from sluice_tools.runner.session import StateInUse
-    from sluice_tools.runner.summary import as_json, as_text, local_lines, progress_bar
+    from sluice_tools.runner.summary import as_json, as_text, catalog_lines, local_lines, progress_bar
 
     try:
         spec = load_spec(args.spec, named_after_file=True)
@@ -140,12 +141,13 @@ def _run(args: argparse.Namespace) -> int:
     except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
+    catalog = None if args.emulate_aws else local_catalog_verdict(state, run.summary)
     if args.json:
         print(json.dumps(as_json(run), indent=2, sort_keys=True))
-        for line in local_lines(run):
+        for line in local_lines(run) + [w for w in catalog_lines(run.summary, catalog) if "WARNING" in w]:
             say(line.strip())
     else:
-        print(as_text(run))
+        print(as_text(run, catalog))
     return 0 if run.summary.healthy else 1
 
 

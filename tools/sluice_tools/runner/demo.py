@@ -22,6 +22,7 @@ from sluice.pipeline.reextract import Reextracted
 from sluice.spec import load_spec
 from sluice_tools.demosite import running_demo_site
 from sluice_tools.ops.reextract import reextract_local, report
+from sluice_tools.ops.show import local_catalog_verdict
 from sluice_tools.runner.local import LocalFleet
 from sluice_tools.runner.session import LocalRun
 from sluice_tools.runner.summary import as_text, progress_bar
@@ -66,7 +67,7 @@ def run_demo(spec_path: Path, state_dir: Path, *, port: int = 0, say: Callable[[
             with progress_bar(spec.name, enabled=True) as show:
                 run = runner.run(spec, progress=show)
             runs.append(run)
-            say(as_text(run) + "\n")
+            say(as_text(run, local_catalog_verdict(state_dir, run.summary)) + "\n")
         say("== night 4: the price selector is fixed in the spec, and night 3 is re-extracted from its archive")
         _fix_selector(spec_path)
         before = site.stats.total

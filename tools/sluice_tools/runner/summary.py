@@ -174,7 +174,31 @@ def _file_lines(run: LocalRun) -> list[str]:
     return lines
 
 
-def as_text(run: LocalRun) -> str:
+def catalog_lines(s: RunSummary, catalog: str | None = None) -> list[str]:
+    """The previous run (the record count's ratio is against it) and the catalog run (the run's seeds beyond the
+    spec's, and its new, changed, unchanged and gone counts, come from its pages and records): the crawl's last
+    finished run, healthy or not (docs/spec.md). ``catalog``: that run's verdict when this run used it
+    (:func:`sluice_tools.ops.show.catalog_verdict`), warned of when it was UNHEALTHY."""
+    lines = []
+    against = "new, changed, unchanged and gone count against its records"
+    if s.previous_run is not None:
+        same = s.catalog_run == s.previous_run.run_id
+        lines.append(
+            f"  previous run {s.previous_run.run_id}: {s.previous_run.records} records"
+            + (f" (the catalog run: {against})" if same else "")
+        )
+    if s.catalog_run is not None and (s.previous_run is None or s.catalog_run != s.previous_run.run_id):
+        lines.append(f"  catalog  run {s.catalog_run}: {against}")
+    if s.catalog_run is not None and catalog is not None and catalog.startswith("UNHEALTHY"):
+        lines.append(
+            f"  WARNING  the catalog run {s.catalog_run} was {catalog}: this run's seeds and counts came from its "
+            "pages and records (a run's catalog is the last finished run, healthy or not)"
+        )
+    return lines
+
+
+def as_text(run: LocalRun, catalog: str | None = None) -> str:
+    """The run's summary for a person; ``catalog``: the catalog run's verdict (:func:`catalog_lines`)."""
     s = run.summary
     p, v = s.pages, s.verdict
     r = s.records or RecordCounts()
@@ -224,8 +248,7 @@ def as_text(run: LocalRun) -> str:
                 "(the verdict and records of the night it ran, before the repair)"
             )
             lines += [f"           then ALERT {a.check}: {a.message}" for a in before.verdict.alerts]
-    if s.previous_run is not None:
-        lines.append(f"  previous run {s.previous_run.run_id}: {s.previous_run.records} records")
+    lines += catalog_lines(s, catalog)
     lines += _reason_lines(s)
     lines += _dead_letter_lines(run)
     for alert in v.alerts:
