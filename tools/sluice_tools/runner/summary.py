@@ -180,15 +180,14 @@ def catalog_lines(s: RunSummary, catalog: str | None = None) -> list[str]:
     finished run, healthy or not (docs/spec.md). ``catalog``: that run's verdict when this run used it
     (:func:`sluice_tools.ops.show.catalog_verdict`), warned of when it was UNHEALTHY."""
     lines = []
-    against = "new, changed, unchanged and gone count against its records"
     if s.previous_run is not None:
         same = s.catalog_run == s.previous_run.run_id
         lines.append(
             f"  previous run {s.previous_run.run_id}: {s.previous_run.records} records"
-            + (f" (the catalog run: {against})" if same else "")
+            + (" (the catalog run the changes are counted against)" if same else "")
         )
     if s.catalog_run is not None and (s.previous_run is None or s.catalog_run != s.previous_run.run_id):
-        lines.append(f"  catalog  run {s.catalog_run}: {against}")
+        lines.append(f"  catalog  run {s.catalog_run} (the changes are counted against its records)")
     if s.catalog_run is not None and catalog is not None and catalog.startswith("UNHEALTHY"):
         lines.append(
             f"  WARNING  the catalog run {s.catalog_run} was {catalog}: this run's seeds and counts came from its "
