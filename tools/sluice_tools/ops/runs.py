@@ -87,7 +87,7 @@ def recent(history: RunHistory, crawl: str, limit: int) -> list[RunRow]:
 def resume_hint(crawl: str, specs: str, state: str) -> str:
     """How to go on with a run a killed command left (or give it up)."""
     return (
-        f"interrupted: no sluice command is running it (the one that was was killed); "
+        f"interrupted: no sluice command is running it (the one that ran it was killed); "
         f"`sluice run {specs}/{crawl}.yaml --state {state}` resumes it, with --restart closes it as unfinished"
     )
 
