@@ -34,6 +34,12 @@ from sluice.domain.layout import manifest_key, records_prefix, summary_key, work
 from sluice.domain.runs import RunState
 from sluice.domain.summary import RunSummary
 from sluice.domain.tally import RunTally
+
+# The fetcher's transport (aiohttp, httpx: about 0.23 CPU-s) is imported by a process's first request, lazily so
+# that a Lambda's cold start does not pay it. A local run imports it with its runner instead, before the run
+# starts and before its worker processes fork (each inherits it, where each imported it on its first request):
+# a run's first pages no longer wait on it while every host waits on them.
+from sluice.fetch import transport as _fetch_transport  # noqa: F401
 from sluice.messages import StartEvent
 from sluice.observability import logger
 from sluice.pipeline.finalize.driver import finalize_run
