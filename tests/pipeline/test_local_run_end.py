@@ -168,18 +168,20 @@ def test_a_run_ends_with_its_idle_workers_stopped_by_the_run_not_their_backoff(
     assert exit_codes == ([0, 0] if spread == 2 else [])
 
 
+@pytest.mark.parametrize("spread", [1, 2])
 def test_a_run_is_finalized_when_its_last_batch_ends_not_when_the_drain_next_looks(
-    tmp_path: Path, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch, spread: int
 ) -> None:
-    """The drain looks whether the run is quiet every ``WATCH_EVERY_S``; the end of a batch of its process wakes it
-    at once. With the look an hour apart, only that wake can finalize the run (it used to sleep 50 ms a look)."""
+    """The drain looks whether the run is quiet every ``WATCH_EVERY_S``; the end of a batch wakes it at once, of its
+    own process or (``spread`` 2) of a worker process, which tells the parent through a pipe. With the look an hour
+    apart, only that wake can finalize the run (it used to sleep 50 ms a look; worker processes' batches, always)."""
     from sluice_tools.runner import local
 
     monkeypatch.setattr(local, "WATCH_EVERY_S", HOUR)
     with running_demo_site(books=100) as site:
         data = books_spec("ends", site.base_url, pages=5, max_depth=1)
         crawls = _spec_folder(tmp_path, data)
-        fleet = LocalFleet(crawls, tmp_path / "state", workers=2, allow_loopback=True)
+        fleet = LocalFleet(crawls, tmp_path / "state", workers=2, processes=spread, allow_loopback=True)
         runs = _run_within_bound(fleet, data)
     assert runs, "the run was not finalized: the drain slept through the end of its last batch"
     assert runs[0].summary.status == "finished"

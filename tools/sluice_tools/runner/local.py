@@ -34,6 +34,12 @@ from sluice.domain.layout import manifest_key, records_prefix, summary_key, work
 from sluice.domain.runs import RunState
 from sluice.domain.summary import RunSummary
 from sluice.domain.tally import RunTally
+
+# The fetcher's transport (aiohttp, httpx: about 0.23 CPU-s) is imported by a process's first request, lazily so
+# that a Lambda's cold start does not pay it. A local run imports it with its runner instead, before the run
+# starts and before its worker processes fork (each inherits it, where each imported it on its first request):
+# a run's first pages no longer wait on it while every host waits on them.
+from sluice.fetch import transport as _fetch_transport  # noqa: F401
 from sluice.messages import StartEvent
 from sluice.observability import logger
 from sluice.pipeline.finalize.driver import finalize_run
@@ -54,9 +60,9 @@ LOCAL_EARLY_WRITE_URLS = 20
 """A local batch of this many URLs or more is written in chunks while it fetches (``Tuning.early_write_urls``)."""
 PROGRESS_EVERY_S = 0.2
 WATCH_EVERY_S = 0.05
-"""How often the drain looks whether the run is quiet (and finalizes it) without being woken: a batch of this
-process that ends wakes it at once (the last batch's end is when a run goes quiet); worker processes' batches
-and messages coming back after their visibility are seen by looking."""
+"""How often the drain looks whether the run is quiet (and finalizes it) without being woken: a batch that ends,
+of this process or of a worker process, wakes it at once (the last batch's end is when a run goes quiet);
+messages coming back after their visibility are seen by looking."""
 LOCAL_FINALIZE_SHARD_PAGES = 2_500
 """A local run is finalized in shards of at most this many pages (``Tuning.finalize_shard_pages``; 50,000 on
 Lambda, where each shard task is an invocation of its own). Here every task runs in this process, and a task
@@ -335,9 +341,14 @@ class _Drain:
         stop = asyncio.Event()
         containers = [Container(self.fleet.tuning.allow_loopback) for _ in range(0 if pool else self.fleet.workers)]
         workers = [asyncio.create_task(self.batches.work(c, stop.is_set)) for c in containers]
+        # A worker process's batch that ends wakes the drain as one of this loop's does: the run's last batch
+        # is seen at its end, not at the drain's next look (up to ``WATCH_EVERY_S`` later).
+        unwatch = pool.watch_batches(asyncio.get_running_loop(), self.batches.ended_elsewhere) if pool else None
         try:
             await self._watch(stop)
         finally:
+            if unwatch is not None:
+                unwatch()
             stop.set()
             self.batches.stop()
             await asyncio.gather(*workers, return_exceptions=True)

@@ -73,6 +73,9 @@ class Batches:
     """Batches being visited in this process now."""
     stop_look: float | None = STOP_LOOK_S
     """An idle worker looks at ``stopped`` this often; None where :meth:`stop` wakes it (the run's own stop)."""
+    on_end: Callable[[], None] | None = None
+    """Told when a batch of this process ends, after its messages were deleted (a worker process tells its parent,
+    whose drain would otherwise see the run's last batch end only at its next look)."""
     _ended: asyncio.Event | None = field(default=None, init=False, repr=False)
     """Set (and replaced) when a batch of this process ends or the run stops: wakes its idle workers."""
     _stopping: bool = field(default=False, init=False, repr=False)
@@ -99,6 +102,8 @@ class Batches:
             finally:
                 self.busy -= 1
                 self._wake()
+                if self.on_end is not None:
+                    self.on_end()
 
     async def _idle(self, seconds: float, stopped: Callable[[], bool]) -> None:
         """Wait ``seconds``, or less if a batch of this process ends or the run stops meanwhile."""
@@ -121,6 +126,10 @@ class Batches:
             self._ended = asyncio.Event()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._ended.wait(), seconds)
+
+    def ended_elsewhere(self) -> None:
+        """A batch of another process (a worker process) ended: wake what waits here as if one of ours had."""
+        self._wake()
 
     def _wake(self) -> None:
         ended, self._ended = self._ended, None
@@ -159,13 +168,26 @@ class WorkerProcesses:
         # The wake: each worker watches the read end on its loop; the parent writing to (and closing) its end,
         # or dying, makes it readable in every worker at once.
         wake, self._wake_fd = os.pipe()
+        # The workers' word that one of their batches ended: a byte each, read by the parent's drain (non-blocking
+        # both ways: a full pipe already holds a word the parent has yet to read).
+        self._ended_fd, told = os.pipe()
+        os.set_blocking(self._ended_fd, False)
+        os.set_blocking(told, False)
         parent = os.getpid()
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # nothing buffered is written twice, once by each process
         self._processes: list[BaseProcess] = [
             context.Process(
                 target=_worker_main,
-                args=(plan, GroupShare(i, len(shares), sum(shares)), n, self._stop, parent, (wake, self._wake_fd)),
+                args=(
+                    plan,
+                    GroupShare(i, len(shares), sum(shares)),
+                    n,
+                    self._stop,
+                    parent,
+                    (wake, self._wake_fd),
+                    (self._ended_fd, told),
+                ),
                 name=f"sluice-worker-{i}",
             )
             for i, n in enumerate(shares)
@@ -175,6 +197,25 @@ class WorkerProcesses:
                 process.start()
         finally:
             os.close(wake)
+            os.close(told)  # the workers' alone: once every one has ended, the parent reads the pipe's end
+
+    def watch_batches(self, loop: asyncio.AbstractEventLoop, ended: Callable[[], None]) -> Callable[[], None]:
+        """Call ``ended`` on ``loop`` whenever a worker's batch ends; what stops the watch (before the loop closes)."""
+
+        def readable() -> None:
+            try:
+                if not os.read(self._ended_fd, 4096):  # every worker ended: nothing more will come
+                    loop.remove_reader(self._ended_fd)
+            except BlockingIOError:
+                return
+            ended()
+
+        loop.add_reader(self._ended_fd, readable)
+
+        def unwatch() -> None:
+            loop.remove_reader(self._ended_fd)
+
+        return unwatch
 
     def check(self) -> None:
         """Raise :class:`WorkerDied` if a worker ended while the run goes on."""
@@ -198,6 +239,9 @@ class WorkerProcesses:
             if process.is_alive():
                 process.kill()
                 process.join()
+        if self._ended_fd >= 0:
+            os.close(self._ended_fd)
+            self._ended_fd = -1
 
 
 def _die_with(parent: int) -> None:
@@ -209,10 +253,17 @@ def _die_with(parent: int) -> None:
 
 
 def _worker_main(
-    plan: WorkerPlan, share: GroupShare, workers: int, stop: Event, parent: int, wake: tuple[int, int]
+    plan: WorkerPlan,
+    share: GroupShare,
+    workers: int,
+    stop: Event,
+    parent: int,
+    wake: tuple[int, int],
+    ended: tuple[int, int],
 ) -> None:
     _die_with(parent)
     os.close(wake[1])  # the parent's end: held here too, a closed parent would never show as the wake
+    os.close(ended[0])  # the parent's end of the other pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the workers
     with plan.logs.open("a", encoding="utf-8", buffering=1) as sink:
         # One line at a time into the run's log (O_APPEND), so no line is cut by another process's.
@@ -221,11 +272,23 @@ def _worker_main(
         store.queue.share = share  # hosts spread over the processes as their workers are, none holding more
         try:
             batches = plan.batches(store)
+            batches.on_end = _teller(ended[1])
             with collected_rarely():  # as the parent's run is (sluice.collector)
                 asyncio.run(_serve(plan, batches, workers, lambda: stop.is_set() or os.getppid() != parent, wake[0]))
         finally:
             store.close()
             os.close(wake[0])
+            os.close(ended[1])
+
+
+def _teller(fd: int) -> Callable[[], None]:
+    """Tell the parent (a byte on ``fd``) that a batch ended; a full pipe already says so, a gone parent needs not."""
+
+    def tell() -> None:
+        with contextlib.suppress(OSError):
+            os.write(fd, b"e")
+
+    return tell
 
 
 def _log_to(sink: TextIO) -> None:
