@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -281,3 +282,53 @@ async def test_credentials_in_a_url_are_never_sent(site: RunningDemoSite, transp
     assert "authorization" not in echoed
     assert "@" not in outcome.final_url
     assert outcome.final_url.endswith("/_test/headers")
+
+
+PATHS = [
+    "/catalogue/page-1.html",  # the plain case: a GET, a 200
+    "/_test/etag/k",  # a 200, then a 304 on its validators (below)
+    "/_test/redirect-chain/2",  # redirects: every hop checked again
+    "/_test/redirect?to=http://169.254.169.254/latest/meta-data/",  # a hop to a refused address
+    "/_test/redirect?to=//mallory:secret@{host}/_test/headers",  # credentials a redirect hands out, never sent
+    "/_test/status/404",
+    "/_test/flaky/f?fail=1&status=503",  # retried
+    "/_test/reset",  # the connection lost after the head
+    f"/_test/big?bytes={2 * MB}&length=1",  # declared over the cap
+    f"/_test/big?bytes={2 * MB}&length=0",  # over the cap once read
+    f"/_test/gzip-bomb?bytes={16 * MB}",  # over the cap once inflated
+    "/_test/sitemap-bomb?bytes=1000",  # a content type not asked for
+    "/_test/slow?seconds=3",  # over the time limit
+]
+
+
+async def test_the_default_wire_gives_the_outcomes_httpx_gives(demo: RunningDemoSite) -> None:
+    """The default wire's path (aiohttp straight, one coroutine for send, head and body) keeps every check the
+    httpx path has: the same outcome for each case, the plain one and each that needs care. A shortcut on the
+    plain path that dropped a check (an address, a redirect hop, credentials, the cap, the time limit) shows here."""
+    outcomes: dict[str, list[object]] = {}
+    host = demo.base_url.removeprefix("http://")
+    guard = AddressGuard(allow_loopback=False, trusted=[host])
+    limits: dict[str, Any] = {
+        "max_body_bytes": MB,
+        "timeout_seconds": 0.5,
+        "content_types": ["text/html", "application/json"],
+    }
+    for name in ("default", "httpx"):
+        demo.reset()
+        got: list[object] = []
+        async with make_fetcher(name, guard, **limits) as fetcher:
+            for path in PATHS:
+                outcome = await fetcher.fetch(demo.base_url + path.replace("{host}", host))
+                got.append(replace(outcome, elapsed_s=0.0) if isinstance(outcome, Fetched | NotModified) else outcome)
+                if path == "/_test/etag/k" and isinstance(outcome, Fetched):
+                    again = await fetcher.fetch(outcome.url, outcome.validators)
+                    got.append(replace(again, elapsed_s=0.0) if isinstance(again, NotModified) else again)
+        outcomes[name] = got
+    assert [type(o).__name__ for o in outcomes["default"]] == [
+        *("Fetched", "Fetched", "NotModified", "Fetched", "Skipped", "Fetched"),
+        *("Failed", "Fetched", "Failed", "Failed", "Failed", "Failed", "Skipped", "Failed"),
+    ]
+    assert outcomes["default"] == outcomes["httpx"]
+    echoed = outcomes["default"][5]
+    assert isinstance(echoed, Fetched)
+    assert b"authorization" not in echoed.body.lower()

@@ -144,3 +144,60 @@ async def test_a_blocked_host_lets_every_waiter_in_to_be_refused() -> None:
     release.set()
     await first
     assert await asyncio.wait_for(asyncio.gather(*waiters), timeout=5) == ["host a blocked"] * 5
+
+
+async def test_a_slot_is_given_back_whatever_ends_it() -> None:
+    """Left by an exception in the body, refused on entering (paused, blocked), or cancelled while waiting in
+    line: the gate holds nothing for the request afterwards (no host slot, no global slot, no user)."""
+    from sluice.fetch.politeness import HostBlocked, HostPaused
+
+    gate = HostGate(concurrency=2, per_domain=1)
+
+    def held() -> tuple[int, int, int, int, bool]:
+        state = gate._hosts["a"]
+        return state.active, state.users, state.woken, gate.in_flight, gate._global.locked()
+
+    async def failing() -> None:
+        async with gate.slot("a"):
+            assert held() == (1, 1, 0, 1, False)
+            raise RuntimeError("the body failed")
+
+    with pytest.raises(RuntimeError):
+        await failing()
+    assert held() == (0, 0, 0, 0, False)
+
+    gate.pause("a", 60)
+
+    async def enter(max_wait_s: float | None = None) -> None:
+        async with gate.slot("a", max_wait_s=max_wait_s):
+            pass
+
+    with pytest.raises(HostPaused):
+        await enter(0.01)
+    assert held() == (0, 0, 0, 0, False)
+    gate._hosts["a"].not_before = float("-inf")
+
+    holder_in, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with gate.slot("a"):
+            holder_in.set()
+            await release.wait()
+
+    first = asyncio.create_task(holder())
+    await holder_in.wait()
+    queued = asyncio.create_task(holder())
+    await asyncio.sleep(0.01)
+    assert held()[:2] == (1, 2)
+    queued.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    release.set()
+    await first
+    assert held() == (0, 0, 0, 0, False)
+
+    gate._hosts["a"].blocked_by = "host a blocked"
+    with pytest.raises(HostBlocked):
+        await enter()
+    assert held() == (0, 0, 0, 0, False)
+    assert gate.max_in_flight == 1

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
+import re
 
 import httpx
 import pytest
 
 from sluice.domain.hosts import host_key
-from sluice.fetch.target import parse_target, target_host
+from sluice.fetch.target import _SIMPLE, parse_target, target_host
 
 CASES = [
     "http://127.0.0.1:8710/catalogue/page-1.html",
@@ -78,3 +79,25 @@ def test_the_short_path_builds_no_url_text_again() -> None:
     assert url.host == "127.0.0.1"
     assert url.port == 8710
     assert url.raw_path == b"/catalogue/page-1.html?x=1"
+
+
+_PCHAR_ONE_BY_ONE = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+_ONE_BY_ONE = re.compile(
+    r"(?P<scheme>https?)://(?P<host>[a-z0-9](?:[a-z0-9.\-]{0,251}[a-z0-9])?)(?::(?P<port>[1-9][0-9]{0,4}))?"
+    rf"(?P<path>/(?:{_PCHAR_ONE_BY_ONE}|/)*)(?:\?(?P<query>(?:{_PCHAR_ONE_BY_ONE}|[/?])*))?"
+)
+"""The short path's pattern before it took runs of safe characters possessively (one character at a time)."""
+
+
+def test_the_short_path_takes_the_urls_it_took_one_character_at_a_time() -> None:
+    rng = random.Random(31)
+    alphabet = "abcXYZ019-._~!$&'()*+,;=:@/?%#[] \u00e9\tAF"
+    for _ in range(5000):
+        host = rng.choice(["example.com", "127.0.0.1", "a-b.c", "EXAMPLE.com", "x", "a.", "-a"])
+        port = rng.choice(["", ":80", ":8080", ":0", ":123456"])
+        tail = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        text = f"{rng.choice(['http', 'https', 'HTTP'])}://{host}{port}/{tail}"
+        old, new = _ONE_BY_ONE.fullmatch(text), _SIMPLE.fullmatch(text)
+        assert (old is None) == (new is None), text
+        if old is not None and new is not None:
+            assert old.groupdict() == new.groupdict(), text

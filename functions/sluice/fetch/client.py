@@ -34,7 +34,7 @@ from .credentials import RequestCredentials
 from .errors import DeferredFetchError, PermanentFetchError, RetryableFetchError, SkipFetch, translate
 from .outcomes import Failed, Fetched, FetchOutcome, NotModified, Skipped, Validators
 from .politeness import HostBlocked, HostGate, HostPaused
-from .proxies import PROXY_AUTH_REQUIRED, PoolProxy, Route, proxy_failure
+from .proxies import PROXY_AUTH_REQUIRED, PoolProxy, ProxyPool, Route, proxy_failure
 from .retry import RetryRules, parse_retry_after
 from .robots import ROBOTS_MAX_BYTES, RobotsCache, RobotsResponse, RobotsStore
 from .safety import AddressGuard
@@ -346,7 +346,10 @@ class PageFetcher:
     async def _exchange(
         self, target: httpx.URL, domain: str, headers: dict[str, str], robots_mode: bool, page: str
     ) -> _Answer | httpx.URL:
-        """Send one request (for ``page``, the URL asked for); returns the answer, or the next URL of a redirect."""
+        """Send one request (for ``page``, the URL asked for); returns the answer, or the next URL of a redirect.
+
+        One coroutine sends, judges the head (:meth:`_head`, plain code) and reads the body: the per-page
+        path keeps its awaits to the wire's own (a proxy pool's choice of route alone has its own, :meth:`_send`)."""
         import httpx
 
         wire = self._connection()
@@ -358,15 +361,26 @@ class PageFetcher:
             async with asyncio.timeout(self.politeness.timeout_seconds):
                 self.lag.start()
                 sent = time.monotonic()
-                reply, via = await self._send(wire, target, headers, page)
+                pool = self.proxies
+                if pool is None:
+                    reply, via = await wire.send(target, headers), None
+                else:
+                    reply, via = await self._send(wire, pool, target, headers, page)
                 self.gate.touch(domain)
-                if via is not None and self.proxies is not None and self.proxies.answered(page, via, reply.status):
+                if via is not None and pool is not None and pool.answered(page, via, reply.status):
                     await reply.aclose()  # a 403 another proxy may not give: not the host's refusal (yet)
                     raise RetryableFetchError(f"http 403 through proxy {via.name}", status=403)
                 lag = self.lag.since(sent + self.gate.latency_floor_s(domain))
                 after = self._answered(domain, reply, time.monotonic() - sent, lag)
                 try:
-                    return await self._read(target, reply, robots_mode, after)
+                    cap = ROBOTS_MAX_BYTES if robots_mode else self.politeness.max_body_bytes
+                    said, settled = self._head(target, reply.status, reply.raw_headers, robots_mode, after, cap)
+                    if settled is not None:
+                        return settled
+                    encoding = said.get("content-encoding", "")
+                    body = await reply.read(encoding, cap, truncate=robots_mode, on_raw=self._count_raw)
+                    stats.bytes_body += len(body)
+                    return _Answer(str(target), reply.status, said, body)
                 finally:
                     await reply.aclose()
         except TimeoutError as exc:
@@ -377,18 +391,15 @@ class PageFetcher:
             stats.in_flight -= 1
 
     async def _send(
-        self, wire: Wire, target: httpx.URL, headers: dict[str, str], page: str
-    ) -> tuple[Reply, PoolProxy | None]:
-        """Put the request on the wire: through the pool's proxy for the host, if there is a pool.
+        self, wire: Wire, pool: ProxyPool, target: httpx.URL, headers: dict[str, str], page: str
+    ) -> tuple[Reply, PoolProxy]:
+        """Put the request on the wire through ``pool``'s proxy for the host.
 
         A proxy that cannot be reached, is refused by the address guard, or answers 407 is ejected
         and the next one carries the request at once (the site was not reached); with none left the
         page fails (:data:`~sluice.domain.egress.POOL_EMPTY`)."""
         import httpx
 
-        pool = self.proxies
-        if pool is None:
-            return await wire.send(target, headers), None
         host = target_host(target)
         for _ in range(len(pool.proxies)):
             chosen = pool.choose(host, page)
@@ -422,13 +433,21 @@ class PageFetcher:
         self.gate.answered(host, reply.status, latency_s, retry_after_s=after_s, lag_s=lag_s)
         return after
 
-    async def _read(
-        self, target: httpx.URL, reply: Reply, robots_mode: bool, retry_after_s: float | None
-    ) -> _Answer | httpx.URL:
+    def _head(
+        self,
+        target: httpx.URL,
+        status: int,
+        raw_headers: Iterable[tuple[bytes, bytes]],
+        robots_mode: bool,
+        retry_after_s: float | None,
+        cap: int,
+    ) -> tuple[dict[str, str], _Answer | httpx.URL | None]:
+        """What an answer's head settles: its headers (lower-cased names, the last of a repeated one), and the
+        next URL of a redirect, an answer with no body to read (not a 2xx), or None: the body is to be read
+        (under ``cap``). A status to retry, a refused content type or a Content-Length over ``cap`` raise."""
         import httpx
 
-        status = reply.status
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in reply.raw_headers}
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
         location = headers.get("location")
         if status in _REDIRECTS and location:
             # Resolved as a browser resolves it; credentials a site puts in a Location are never sent.
@@ -436,22 +455,19 @@ class PageFetcher:
             if next_url is None:
                 raise PermanentFetchError(f"bad redirect location {location[:200]!r}")
             try:
-                return _without_credentials(parse_target(next_url))
+                return headers, _without_credentials(parse_target(next_url))
             except httpx.InvalidURL as exc:
                 raise PermanentFetchError(f"bad redirect location {location[:200]!r}") from exc
         if self.rules.should_retry(status):
             raise RetryableFetchError(f"http {status}", status=status, retry_after_s=retry_after_s)
         if not 200 <= status < 300:
-            return _Answer(str(target), status, headers, b"")
-        cap = ROBOTS_MAX_BYTES if robots_mode else self.politeness.max_body_bytes
+            return headers, _Answer(str(target), status, headers, b"")
         if not robots_mode:
             self._gate_content(headers)
             length = headers.get("content-length", "")
             if length.isdigit() and int(length) > cap:
                 raise PermanentFetchError(f"body over {cap} bytes")
-        body = await reply.read(headers.get("content-encoding", ""), cap, truncate=robots_mode, on_raw=self._count_raw)
-        self.stats.bytes_body += len(body)
-        return _Answer(str(target), status, headers, body)
+        return headers, None
 
     def _count_raw(self, size: int) -> None:
         self.stats.bytes_raw += size

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from types import TracebackType
 
 from sluice.domain.clock import SYSTEM_CLOCK, Clock
 from sluice.domain.hosts import MAX_PAUSE_S, HostState, RunCounts, blocked_reason, pause_refused
@@ -87,6 +87,66 @@ def _wake(state: _Host) -> None:
             free -= 1
 
 
+class _Slot:
+    """One request's slot of a host (:meth:`HostGate.slot`): taken on entering, given back on leaving.
+
+    A plain class, not ``@asynccontextmanager``: every request enters one, and a generator-based manager
+    costs an extra object and two generator steps a request. On an exception while entering, nothing is
+    left taken."""
+
+    __slots__ = ("_delay", "_gate", "_max_wait_s", "_state")
+
+    def __init__(self, gate: HostGate, host: str, delay_s: float | None, max_wait_s: float | None) -> None:
+        self._gate = gate
+        self._delay = max(gate.min_delay_s, delay_s or 0.0)
+        self._max_wait_s = max_wait_s
+        self._state = gate._host(host)
+
+    async def __aenter__(self) -> None:
+        gate, state, delay = self._gate, self._state, self._delay
+        state.delay = max(state.delay, delay)
+        state.users += 1
+        try:
+            if state.waiters or not state.has_room():
+                await gate._queue_for_room(state)
+            state.active += 1
+            try:
+                if state.blocked_by is not None:
+                    raise HostBlocked(state.blocked_by)
+                if delay > 0 or state.not_before > time.monotonic():
+                    async with state.lock:  # starts are spaced one at a time
+                        await gate._wait_turn(state, delay, self._max_wait_s)
+                        await gate._global.acquire()
+                        state.last_start = time.monotonic()
+                else:  # no spacing and no pause: nothing to serialize on the hot path
+                    await gate._global.acquire()
+                    state.last_start = time.monotonic()
+            except BaseException:
+                _release(state)
+                raise
+        except BaseException:
+            state.users -= 1
+            raise
+        gate.in_flight += 1
+        gate.max_in_flight = max(gate.max_in_flight, gate.in_flight)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        gate, state = self._gate, self._state
+        gate.in_flight -= 1
+        gate._global.release()
+        _release(state)
+        state.users -= 1
+
+
+def _release(state: _Host) -> None:
+    """A request leaves ``state``'s host: its slot goes to the next waiter in line, if any."""
+    state.active -= 1
+    if state.waiters:
+        _wake(state)
+
+
 class HostGate:
     """Admits a request when its host has room under its target, its spacing and pause have passed,
     its breaker has not tripped, and a global slot is free (taken only after the wait).
@@ -124,47 +184,13 @@ class HostGate:
 
     # -- admission -----------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def slot(
-        self, host: str, delay_s: float | None = None, *, max_wait_s: float | None = None
-    ) -> AsyncIterator[None]:
-        """Hold one request slot of ``host``; ``delay_s`` raises the spacing (Crawl-delay).
+    def slot(self, host: str, delay_s: float | None = None, *, max_wait_s: float | None = None) -> _Slot:
+        """Hold one request slot of ``host`` (``async with``); ``delay_s`` raises the spacing (Crawl-delay).
 
         Raises :class:`HostBlocked` once the breaker tripped, :class:`HostPaused` when the host
         may not be asked for longer than ``max_wait_s``.
         """
-        delay = max(self.min_delay_s, delay_s or 0.0)
-        state = self._host(host)
-        state.delay = max(state.delay, delay)
-        state.users += 1
-        try:
-            if state.waiters or not state.has_room():
-                await self._queue_for_room(state)
-            state.active += 1
-            try:
-                if state.blocked_by is not None:
-                    raise HostBlocked(state.blocked_by)
-                if delay > 0 or state.not_before > time.monotonic():
-                    async with state.lock:  # starts are spaced one at a time
-                        await self._wait_turn(state, delay, max_wait_s)
-                        await self._global.acquire()
-                        state.last_start = time.monotonic()
-                else:  # no spacing and no pause: nothing to serialize on the hot path
-                    await self._global.acquire()
-                    state.last_start = time.monotonic()
-                self.in_flight += 1
-                self.max_in_flight = max(self.max_in_flight, self.in_flight)
-                try:
-                    yield
-                finally:
-                    self.in_flight -= 1
-                    self._global.release()
-            finally:
-                state.active -= 1
-                if state.waiters:
-                    _wake(state)
-        finally:
-            state.users -= 1
+        return _Slot(self, host, delay_s, max_wait_s)
 
     @staticmethod
     async def _queue_for_room(state: _Host) -> None:

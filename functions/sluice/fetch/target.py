@@ -14,35 +14,49 @@ The scheme, address, credentials and robots checks all still run on the result.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import TYPE_CHECKING
 
 from sluice.domain.hosts import host_key
 
 if TYPE_CHECKING:
     import httpx
+    from httpx._urlparse import ParseResult
 
-_PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+_PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]++|%[0-9A-Fa-f]{2})"
+# Possessive (``++``, ``*+``): a run of safe characters is taken whole, never given back. The same URLs match,
+# with the same parts (a path ends at the first "?", a query at the end), but without the engine trying each
+# character as its own alternative and keeping a backtrack point for it: 2.9 instead of 3.5-13 us a URL.
 _SIMPLE = re.compile(
     r"(?P<scheme>https?)://(?P<host>[a-z0-9](?:[a-z0-9.\-]{0,251}[a-z0-9])?)(?::(?P<port>[1-9][0-9]{0,4}))?"
-    rf"(?P<path>/(?:{_PCHAR}|/)*)(?:\?(?P<query>(?:{_PCHAR}|[/?])*))?"
+    rf"(?P<path>/(?:{_PCHAR}|/)*+)(?:\?(?P<query>(?:{_PCHAR}|[/?])*+))?"
 )
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def parse_target(url: str) -> httpx.URL:
-    """``httpx.URL(url)``, without httpx's parse for a canonical http(s) URL. Raises httpx.InvalidURL."""
-    import httpx  # here, not at the module's import: the first request loads httpx, a cold start does not
+@cache
+def _httpx_url() -> tuple[type[httpx.URL], type[ParseResult]]:
+    """httpx's URL and its parts, imported by the first request, not at the module's import (a cold start
+    does not load httpx). Looked up once: ``from httpx._urlparse import ...`` in the function was ~4 us a URL
+    (an import statement with a name list probes the module for ``__path__`` and drops the AttributeError)."""
+    import httpx
     from httpx._urlparse import ParseResult
 
+    return httpx.URL, ParseResult
+
+
+def parse_target(url: str) -> httpx.URL:
+    """``httpx.URL(url)``, without httpx's parse for a canonical http(s) URL. Raises httpx.InvalidURL."""
+    url_type, parts = _httpx_url()
     match = _SIMPLE.fullmatch(url) if len(url) <= 65536 else None
     if match is None:
-        return httpx.URL(url)
+        return url_type(url)
     scheme, host, port_text, path, query = match.group("scheme", "host", "port", "path", "query")
     port = int(port_text) if port_text is not None else None
     if (port is not None and (port > 65535 or port == _DEFAULT_PORTS[scheme])) or "/." in path or ".." in host:
-        return httpx.URL(url)  # httpx normalizes these (or refuses them): let it
-    parsed = httpx.URL.__new__(httpx.URL)
-    parsed._uri_reference = ParseResult(scheme, "", host, port, path, query, None)
+        return url_type(url)  # httpx normalizes these (or refuses them): let it
+    parsed = url_type.__new__(url_type)
+    parsed._uri_reference = parts(scheme, "", host, port, path, query, None)
     return parsed
 
 

@@ -9,7 +9,7 @@ them itself, under its cap) and raise httpx exceptions (or TimeoutError), so
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import aiohttp
@@ -138,12 +138,6 @@ class HttpxWire:
         await self._client.aclose()
 
 
-async def _raw_chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    with map_aiohttp_exceptions():
-        async for chunk in response.content.iter_chunked(CHUNK_SIZE):
-            yield chunk
-
-
 class _AiohttpReply:
     __slots__ = ("_response", "raw_headers", "status")
 
@@ -155,7 +149,11 @@ class _AiohttpReply:
     async def read(
         self, content_encoding: str, cap: int, *, truncate: bool, on_raw: Callable[[int], None] | None
     ) -> bytes:
-        return await decode_capped(_raw_chunks(self._response), content_encoding, cap, truncate=truncate, on_raw=on_raw)
+        # aiohttp's chunk iterator read directly (no async generator around it: one frame less a chunk); the
+        # mapping covers its errors, and passes the decoder's own (PermanentFetchError) through unchanged.
+        chunks = self._response.content.iter_chunked(CHUNK_SIZE)
+        with map_aiohttp_exceptions():
+            return await decode_capped(chunks, content_encoding, cap, truncate=truncate, on_raw=on_raw)
 
     async def aclose(self) -> None:
         with map_aiohttp_exceptions():
