@@ -163,29 +163,20 @@ def _batch_messages(text: str) -> int:
     return value
 
 
-def _on_loopback(url: str) -> bool:
-    from ipaddress import ip_address
-    from urllib.parse import urlsplit
-
-    host = urlsplit(url).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def loopback_seeds(spec: CrawlSpec) -> tuple[list[str], bool]:
     """The spec's seed fields that name a loopback host (``seeds.template``, ``seeds.urls[0]``...), and whether
     every seed it has is such (a seed file's are not read: a spec with one is never all loopback)."""
+    from urllib.parse import urlsplit
+
+    from sluice_tools.demosite.server import is_loopback
+
     seeds = spec.seeds
     named = [(f"seeds.urls[{i}]", str(url)) for i, url in enumerate(seeds.urls)]
     if seeds.template is not None:
         named.append(("seeds.template", seeds.template))
     if seeds.sitemaps is not None:
         named += [(f"seeds.sitemaps.urls[{i}]", str(url)) for i, url in enumerate(seeds.sitemaps.urls)]
-    loopback = [f"{field} ({url})" for field, url in named if _on_loopback(url)]
+    loopback = [f"{field} ({url})" for field, url in named if is_loopback(urlsplit(url).hostname or "")]
     only = bool(loopback) and len(loopback) == len(named) and seeds.file is None
     return loopback, only
 

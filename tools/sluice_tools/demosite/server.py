@@ -33,8 +33,8 @@ from .testroutes import FixedEndpoints
 
 
 def is_loopback(host: str) -> bool:
-    """True for 'localhost' and loopback IP literals."""
-    if host == "localhost":
+    """True for 'localhost' (and names under it) and loopback IP literals."""
+    if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
