@@ -45,24 +45,6 @@ def test_local_queue_gives_a_group_to_one_consumer_at_a_time(tmp_path: Path) -> 
     assert [m.body for m in queue.receive(RUN, 10, 60)] == ["a2", "a3"]
 
 
-def test_a_holder_takes_the_next_messages_of_its_own_groups_only(tmp_path: Path) -> None:
-    queue = SqliteQueue(Database(tmp_path))
-    queue.send_messages(RUN, [("a", "a1"), ("a", "a2"), ("b", "b1"), ("a", "a3"), ("a", "a4"), ("b", "b2")])
-    first = queue.receive(RUN, 2, 60)
-    assert [m.body for m in first] == ["a1", "a2"]
-    assert queue.receive_held("another-run", [first[0].receipt_handle], 10, 60) == []
-    following = queue.receive_held(RUN, [m.receipt_handle for m in first], 1, 60)
-    assert [m.body for m in following] == ["a3"]  # the group first's receipts hold, oldest first, up to the limit
-    assert [m.body for m in queue.receive(RUN, 10, 60)] == ["b1", "b2"]  # a stays held: a4 goes to nobody else
-    queue.return_after(first[0].receipt_handle, 60)  # a1 failed: it comes back later, and its group waits for it
-    assert queue.receive_held(RUN, [following[0].receipt_handle], 10, 60) == []
-    queue.delete([first[1].receipt_handle])
-    queue.return_after(first[0].receipt_handle, 0)
-    queue.delete([first[0].receipt_handle])
-    assert queue.receive_held(RUN, [m.receipt_handle for m in first], 10, 60) == []  # first holds nothing now
-    assert [m.body for m in queue.receive_held(RUN, [following[0].receipt_handle], 10, 60)] == ["a4"]
-
-
 def test_a_local_runners_receive_takes_whole_groups_after_the_first(tmp_path: Path) -> None:
     queue = SqliteQueue(Database(tmp_path))
     sent = [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1"), ("b", "b2"), ("c", "c1"), ("c", "c2"), ("c", "c3")]

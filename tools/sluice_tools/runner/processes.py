@@ -31,7 +31,6 @@ from typing import TextIO
 from sluice.adapters.local import LocalStore
 from sluice.adapters.local.queue import GroupShare, SqliteQueue
 from sluice.collector import collected_rarely
-from sluice.messages import QueuedMessage
 from sluice.observability import logger
 from sluice.pipeline.services import Services
 from sluice.pipeline.visit.batch import visit_batch
@@ -54,15 +53,6 @@ backoff (up to :data:`IDLE_WAIT_MAX_S`) no longer delays the end of every run.""
 PR_SET_PDEATHSIG = 1
 STOP_WAIT_S = 30.0
 """How long the parent waits for its workers to see the stop and close their pools before it kills them."""
-
-
-LIVE_BATCHES = 3
-"""Batches of its hosts a worker visits at once at most: the last one's tail, the next, and a tiny one between
-them (a host's first batch and the lone message its fan-out sent last, which points at the host's next wave)."""
-
-
-def _failed(task: asyncio.Task[None]) -> bool:
-    return task.done() and not task.cancelled() and task.exception() is not None
 
 
 class WorkerDied(RuntimeError):
@@ -104,63 +94,16 @@ class Batches:
                 idle = min(2 * idle, IDLE_WAIT_MAX_S)
                 continue
             idle = IDLE_WAIT_S
-            await self._hosts_batches(received, container, stopped)
-
-    async def _hosts_batches(
-        self, received: list[QueuedMessage], container: Container, stopped: Callable[[], bool]
-    ) -> None:
-        """Visit ``received``, and each next batch of its hosts the worker takes at the last one's tail.
-
-        A batch of one host ends on a round trip its slots are not all used in, its last chunk's write, its
-        deletes and the next batch's receive, refill and first round trip, all with the host's slots idle
-        (the queue gives the host to nobody else meanwhile). So when a batch's last URLs are taking the
-        slots (``on_tail``), the worker receives the next messages of the hosts it holds
-        (:meth:`~sluice.adapters.local.queue.SqliteQueue.receive_held`) and visits them at once on the same
-        container, whose fetcher's gate keeps each host's cap and the crawl's concurrency for both batches.
-        Each batch writes, answers and deletes its own messages as before."""
-        chain: list[asyncio.Task[None]] = []
-        newest: tuple[asyncio.Task[None], asyncio.Event] | None = self._start(received, container)
-        try:
-            while newest is not None:
-                task, tail = newest
-                chain.append(task)
-                newest = None
-                waiting = asyncio.ensure_future(tail.wait())
-                try:
-                    await asyncio.wait([task, waiting], return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waiting.cancel()
-                while sum(not t.done() for t in chain) >= LIVE_BATCHES:  # a tiny batch's tail comes at once
-                    await asyncio.wait([t for t in chain if not t.done()], return_when=asyncio.FIRST_COMPLETED)
-                if task.done() or self._stopping or stopped() or any(_failed(t) for t in chain):
-                    break
-                receipts = [r.receipt_handle for r in received]
-                received = await asyncio.to_thread(
-                    self.queue.receive_held, self.run_id, receipts, self.batch_size, VISIBILITY_S
-                )
-                newest = self._start(received, container) if received else None
-            for task in chain:
-                await task
-        except BaseException:
-            await asyncio.gather(*chain, return_exceptions=True)
-            raise
-
-    def _start(self, received: list[QueuedMessage], container: Container) -> tuple[asyncio.Task[None], asyncio.Event]:
-        """A batch being visited (a task), and what is set at its tail."""
-        tail = asyncio.Event()
-        self.busy += 1  # now: the drain must not see the run quiet before the task first runs
-        return asyncio.ensure_future(self._visit(received, container, tail)), tail
-
-    async def _visit(self, received: list[QueuedMessage], container: Container, tail: asyncio.Event) -> None:
-        try:
-            results = await visit_batch(received, self.services, container, on_tail=tail.set)
-            done = [r.receipt_handle for r in received if results.get(r.message_id) is None]
-            await asyncio.to_thread(self.queue.delete, done)
-        finally:
-            self.busy -= 1
-            self._wake()
-            if self.on_end is not None:
-                self.on_end()
+            self.busy += 1
+            try:
+                results = await visit_batch(received, self.services, container)
+                done = [r.receipt_handle for r in received if results.get(r.message_id) is None]
+                await asyncio.to_thread(self.queue.delete, done)
+            finally:
+                self.busy -= 1
+                self._wake()
+                if self.on_end is not None:
+                    self.on_end()
 
     async def _idle(self, seconds: float, stopped: Callable[[], bool]) -> None:
         """Wait ``seconds``, or less if a batch of this process ends or the run stops meanwhile."""

@@ -239,53 +239,6 @@ class SqliteQueue:
     def receive_more(self, run_id: str, limit: int) -> list[QueuedMessage]:
         return self.receive(run_id, limit, self.visibility_s)
 
-    def receive_held(
-        self, run_id: str, receipts: Sequence[str], limit: int, visibility_s: float
-    ) -> list[QueuedMessage]:
-        """Up to ``limit`` visible messages of the groups ``receipts`` hold (received, still hidden), oldest first,
-        hidden for ``visibility_s``: the next batch of its hosts for the consumer that holds them, taken before
-        it lets them go (the local runner's, not SQS's). Nothing of a group they do not hold, nor of one where
-        another message is hidden (returned to come back later: the group waits for it, as for any receive).
-
-        A message at ``max_receive_count`` is left for :meth:`receive`, which moves it to the dead letters."""
-        if not receipts:
-            return []
-        now = self._clock()
-        with self._db.transaction() as db:
-            ours = json.dumps(list(receipts))
-            # A group with another message hidden (one returned to come back later, or another consumer's) waits
-            # for it, as it would for any receive: FIFO order within the group.
-            groups = [
-                grp
-                for (grp,) in db.execute(
-                    "SELECT DISTINCT grp FROM queue WHERE run_id = ? AND visible_at > ? "
-                    "AND receipt IN (SELECT value FROM json_each(?)) AND grp NOT IN ("
-                    "SELECT grp FROM queue WHERE run_id = ? AND visible_at > ? AND receipt IS NOT NULL "
-                    "AND receipt NOT IN (SELECT value FROM json_each(?)))",
-                    (run_id, now, ours, run_id, now, ours),
-                )
-            ]
-            room = self._room(db, run_id, now, limit)
-            if not groups or room <= 0:
-                return []
-            rows = db.execute(
-                "SELECT id FROM queue WHERE run_id = ? AND grp IN (SELECT value FROM json_each(?)) "
-                "AND visible_at <= ? AND receives < ? ORDER BY id LIMIT ?",
-                (run_id, json.dumps(groups), now, self.max_receive_count, room),
-            ).fetchall()
-            received = []
-            for (message_id,) in rows:
-                receipt = uuid.uuid4().hex
-                body, receives = db.execute(
-                    "UPDATE queue SET receives = receives + 1, visible_at = ?, receipt = ? WHERE id = ? "
-                    "RETURNING body, receives",
-                    (now + visibility_s, receipt, message_id),
-                ).fetchone()
-                received.append(QueuedMessage(str(message_id), receipt, body, receives))
-            if self.share is not None:
-                self._mine.update(r.receipt_handle for r in received)
-        return received
-
     def delete(self, receipts: Sequence[str]) -> None:
         with self._db.transaction() as db:
             db.executemany("DELETE FROM queue WHERE receipt = ?", [(r,) for r in receipts])

@@ -31,7 +31,7 @@ from sluice.observability import annotate, logger, traced
 from sluice.pipeline.robots import SharedRobots
 from sluice.pipeline.services import Services, UnknownCrawl
 from sluice.pipeline.start.backlog import send_backlog
-from sluice.pipeline.visit.carried import Refreshed, mark_stale, refresh
+from sluice.pipeline.visit.carried import mark_stale, refresh
 from sluice.pipeline.visit.container import Container
 from sluice.pipeline.visit.links import parent_id
 from sluice.pipeline.visit.page import TIME_MARGIN_S, PageVisitor
@@ -51,10 +51,6 @@ Parsed = list[tuple[QueuedMessage, CrawlMessage | MalformedMessage]]
 
 PACK_MIN_TIME_S = 2 * TIME_MARGIN_S
 """A batch is packed with more messages only while the invocation has this much time left."""
-TAIL_LEAD = 64
-"""A batch's tail (``on_tail``) begins when this many URLs more than the crawl's concurrency are left to visit:
-the next batch's receive, backlog refill and host adoption (~30 ms) then end about when the slots start to
-free, and its first requests take them as they do (measured: docs/engine-experiments.md, s31-idle)."""
 
 
 async def visit_batch(
@@ -63,15 +59,12 @@ async def visit_batch(
     container: Container,
     *,
     time_left: Callable[[], float] = lambda: math.inf,
-    on_tail: Callable[[], None] | None = None,
 ) -> Results:
     """Visit every message of a batch; per message id, None (done) or the exception that fails it.
 
     A batch of few hosts is packed first (:func:`_pack`): messages it receives itself are visited
     with the batch, deleted here when done, and left out of the results (the caller answers only
-    for its own). ``on_tail`` is called (once or more) when the batch's last URLs are taking the crawl's
-    concurrency slots: from then on its fetches only thin out, and the local runner starts the next batch of
-    its hosts on the same container (:data:`TAIL_LEAD`)."""
+    for its own)."""
     own = [(queued, _parse(queued)) for queued in messages]
     with traced("pack"):
         extra = await _pack(own, services, time_left)
@@ -84,7 +77,7 @@ async def visit_batch(
         runs.setdefault((message.crawl, message.run_id), []).append((queued, message))
     for (crawl, run_id), group in runs.items():
         try:
-            results |= await _RunBatch(services, container, crawl, run_id, group, time_left, on_tail).visit()
+            results |= await _RunBatch(services, container, crawl, run_id, group, time_left).visit()
         except MalformedMessage as exc:
             for queued, _ in group:
                 results[queued.message_id] = await drop_malformed(services, queued, exc)
@@ -172,10 +165,9 @@ class _RunBatch:
         run_id: str,
         group: list[tuple[QueuedMessage, CrawlMessage]],
         time_left: Callable[[], float],
-        on_tail: Callable[[], None] | None = None,
     ) -> None:
         self.services, self.container, self.crawl, self.run_id = services, container, crawl, run_id
-        self.group, self.time_left, self.on_tail = group, time_left, on_tail
+        self.group, self.time_left = group, time_left
         self.log = {"crawl": crawl, "run_id": run_id}
 
     async def visit(self) -> Results:
@@ -194,13 +186,10 @@ class _RunBatch:
         todo = await self._not_done(by_url)
         fetcher = await self._fetcher(spec)
         hosts = await self._adopt_hosts(fetcher, run, todo)
-        try:
-            archive = _archive(self.crawl, self.run_id) if spec.output.archive else None
-            visited = await self._visit_and_write(run, spec, fetcher, archive, todo, hosts)
-        finally:
-            released = self._release(hosts)
+        archive = _archive(self.crawl, self.run_id) if spec.output.archive else None
+        visited = await self._visit_and_write(run, spec, fetcher, archive, todo, hosts)
         if isinstance(fetcher, PageFetcher):
-            await self._hand_on_hosts(fetcher, released)
+            await self._hand_on_hosts(fetcher, hosts)
         results = await self._answer(visited)
         self._log_done(visited, hosts, urls=len(by_url), archive=archive)
         return results
@@ -254,44 +243,22 @@ class _RunBatch:
         first, awaiting = _visit_order(spec, todo)
         early = early_chunk(len(first), archive, self.services.tuning.early_write_urls)
         writes = ChunkedWrites(ChunkWriter(self.services, self.container, run, spec, archive, self.log), early)
-        tail = _Tail(self.on_tail, len(awaiting or first), spec.politeness.concurrency + TAIL_LEAD)
-        ends_on_first = not awaiting
 
         async def visit_and_add(task: UrlTask, queued: QueuedMessage) -> Visit | Retry:
-            try:
-                outcome = await pages.visit(task, queued)
-            finally:
-                if ends_on_first:
-                    tail.ended()
+            outcome = await pages.visit(task, queued)
             if isinstance(outcome, Visit):
                 writes.add(outcome)
             return outcome
 
-        async def visit_awaiting(task: UrlTask, queued: QueuedMessage) -> Visit | Retry:
-            try:
-                return await pages.visit(task, queued)
-            finally:
-                tail.ended()
-
-        # A batch of the same hosts begun before this one on this container may still be writing: the pages
-        # seeded with carried data read their linking pages' parts once it has written them.
-        earlier = list(self.container.writing)
-        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.container.writing.append(written)
         started = time.monotonic()
         try:
             with traced("fetch pages", urls=len(todo), hosts=len(hosts)):
-                if ends_on_first:
-                    tail.check()
                 outcomes = await asyncio.gather(*(visit_and_add(t, q) for _, q, t in first), return_exceptions=True)
                 stale: dict[str, str] = {}
                 if awaiting:
-                    if earlier:
-                        await asyncio.gather(*earlier)
                     awaiting, stale = await self._fresh_carry(awaiting, first, outcomes)
-                    tail.check()
                     outcomes += await asyncio.gather(
-                        *(visit_awaiting(t, q) for _, q, t in awaiting), return_exceptions=True
+                        *(pages.visit(t, q) for _, q, t in awaiting), return_exceptions=True
                     )
                 for outcome in outcomes[len(first) :]:
                     if isinstance(outcome, Visit):
@@ -303,8 +270,6 @@ class _RunBatch:
                 counted = sum(await writes.finish(), Progress())
         finally:
             await writes.settle()
-            self.container.writing.remove(written)
-            written.set_result(None)
         return _Visited(
             order=[*first, *awaiting],
             outcomes=list(outcomes),
@@ -382,13 +347,9 @@ class _RunBatch:
             parent_id(t.url): o.result for (_, _, t), o in zip(first, outcomes, strict=True) if isinstance(o, Visit)
         }
         tasks = [t for _, _, t in awaiting]
-        container = self.container
-
-        def refreshed() -> Refreshed:
-            with container.write_lock:
-                return refresh(self.services, self.crawl, self.run_id, tasks, in_batch, container.carried)
-
-        got = await asyncio.to_thread(refreshed)
+        got = await asyncio.to_thread(
+            refresh, self.services, self.crawl, self.run_id, tasks, in_batch, self.container.carried
+        )
         if got.refreshed:
             logger.info("carried data refreshed", extra={**self.log, "pages": got.refreshed})
         return [(h, q, t) for (h, q, _), t in zip(awaiting, got.tasks, strict=True)], got.stale
@@ -420,33 +381,9 @@ class _RunBatch:
         hosts = sorted({host_key(t.url) for _, _, t in todo})
         if book is None or not hosts:
             return []
-        # A host another batch of this container holds now: its gate's state is newer than the book's.
-        holding = self.container.holding
-        fresh = [h for h in hosts if not holding.get((self.run_id, h))]
-        for host in hosts:
-            holding[(self.run_id, host)] = holding.get((self.run_id, host), 0) + 1
-        try:
-            if fresh:
-                known = await asyncio.to_thread(book.load, fresh)
-                fetcher.gate.adopt(self.run_id, {h: known.get(h) or HostState(h) for h in fresh})
-        except BaseException:
-            self._release(hosts)
-            raise
+        known = await asyncio.to_thread(book.load, hosts)
+        fetcher.gate.adopt(self.run_id, {h: known.get(h) or HostState(h) for h in hosts})
         return hosts
-
-    def _release(self, hosts: list[str]) -> list[str]:
-        """The batch lets its hosts go; those no other batch of this container holds, to hand on."""
-        holding = self.container.holding
-        released = []
-        for host in hosts:
-            key = (self.run_id, host)
-            left = holding.get(key, 1) - 1
-            if left > 0:
-                holding[key] = left
-            else:
-                holding.pop(key, None)
-                released.append(host)
-        return released
 
     async def _hand_on_hosts(self, fetcher: PageFetcher, hosts: list[str]) -> None:
         """Leave for the next holder of each host what it must know (after the batch is counted)."""
@@ -463,22 +400,6 @@ class _RunBatch:
             tripped = state.counts(self.run_id).tripped
             if tripped and (was is None or was.counts(self.run_id).tripped is None):
                 logger.warning("host blocked for the run", extra={**self.log, "host": state.host, "reason": tripped})
-
-
-class _Tail:
-    """Calls ``on_tail`` once, when at most ``lead`` of the batch's last ``left`` URLs are still being visited."""
-
-    def __init__(self, on_tail: Callable[[], None] | None, left: int, lead: int) -> None:
-        self.on_tail, self.left, self.lead = on_tail, left, lead
-
-    def ended(self) -> None:
-        self.left -= 1
-        self.check()
-
-    def check(self) -> None:
-        if self.on_tail is not None and self.left <= self.lead:
-            on_tail, self.on_tail = self.on_tail, None
-            on_tail()
 
 
 def _visit_order(spec: CrawlSpec, todo: list[BatchUrl]) -> tuple[list[BatchUrl], list[BatchUrl]]:

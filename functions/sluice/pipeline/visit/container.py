@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import threading
 from dataclasses import dataclass, field
 
 from sluice.domain.clock import Clock
@@ -43,15 +42,6 @@ class Container:
     """Each secret a spec names, read once per container (a new container reads a rotated value)."""
     carried: MapCache = field(default_factory=MapCache)
     """What linking pages carried along their links, as read from their parts (the last few)."""
-    holding: dict[tuple[str, str], int] = field(default_factory=dict)
-    """Batches of this container visiting each (run, host) now. The local runner starts a host's next batch on
-    the same container while the last one ends (its fetcher's gate keeps the host's cap for both): the gate's
-    state of a host held already is newer than the fleet's book, so it is not adopted again, and it is handed
-    on by the last batch that holds it."""
-    writing: list[asyncio.Future[None]] = field(default_factory=list)
-    """The writes of this container's batches still being made, in the order the batches began."""
-    write_lock: threading.Lock = field(default_factory=threading.Lock)
-    """Held by a batch's write and carried-data read (threads): the caches above are one batch's at a time."""
 
     async def fetcher(self, spec: CrawlSpec, source: SecretSource | None, clock: Clock) -> PageFetcher:
         """The crawl's fetcher, made on first use with the spec's ``request`` section resolved, on the pipeline's clock.

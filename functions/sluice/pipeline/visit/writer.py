@@ -155,14 +155,7 @@ class ChunkWriter:
     log: dict[str, str]
 
     def __call__(self, visits: list[Visit]) -> Progress:
-        """A chunk of the batch's writes, in the order that makes a crash anywhere harmless; what it counted.
-
-        One chunk of the container's at a time (``Container.write_lock``): the local runner's next batch of a
-        host may write while the last one does, and the container's caches are not for two threads at once."""
-        with self.container.write_lock:
-            return self._write(visits)
-
-    def _write(self, visits: list[Visit]) -> Progress:
+        """A chunk of the batch's writes, in the order that makes a crash anywhere harmless; what it counted."""
         services, crawl, run_id = self.services, self.run.crawl, self.run.run_id
         if self.archive is not None:
             self.archive.flush(services.objects)  # before the part and every result that refers to it
