@@ -276,3 +276,29 @@ def test_a_nightly_fan_out_continued_sends_each_catalog_page_once(
     urls = queued_urls(pipeline, 60)
     assert set(urls) == {f"{site.base_url}/catalogue/page-{n}.html" for n in range(1, 31)}
     assert set(urls.values()) == {1}
+
+
+@pytest.mark.parametrize("kept", [start.INLINE_KEPT, 100])
+def test_a_start_canonicalizes_each_inline_seed_once_when_the_plan_keeps_them(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, kept: int
+) -> None:
+    """The plan walks its inline seeds for its own seed set, the run's seed set and the tasks: it keeps them
+    canonical from the first walk (up to ``INLINE_KEPT``), and makes them again each walk past that."""
+    pipeline.configure(host_backlog_messages=0)
+    size = 300
+    pipeline.spec(seeds_spec("canon", size))
+    monkeypatch.setattr(start, "INLINE_KEPT", kept)
+    made: Counter[str] = Counter()
+    from sluice.extraction.urls import canonicalize_url as canonical
+
+    def counted(url: str) -> str:
+        made[url] += 1
+        return canonical(url)
+
+    monkeypatch.setattr(start, "canonicalize_url", counted)
+    answer = start_run(StartEvent(crawl="canon"), pipeline.services, time_left=lambda: 900.0)
+    assert (answer.complete, answer.total, answer.enqueued) == (True, size, size)
+    assert len(made) == size
+    assert set(made.values()) == ({1} if kept >= size else {3})
+    urls = queued_urls(pipeline, size)
+    assert urls == Counter(canonical(f"http://127.0.0.1:9/item/{n}.html") for n in range(1, size + 1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,27 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), [f"(file): cannot read: {exc}"]) from None
+    spec = _parsed(path, text)
+    if named_after_file:
+        problems = []
+        if path.suffix not in SPEC_SUFFIXES:
+            problems.append(f"(file): a spec file ends in {', '.join(SPEC_SUFFIXES)}, not {path.suffix or 'nothing'}")
+        if path.stem != spec.name:
+            problems.append(
+                f"name: {spec.name!r} must match the file name {path.stem!r} (the scheduler finds a crawl by its file)"
+            )
+        if problems:
+            raise SpecError(str(path), problems)
+    return spec
+
+
+@lru_cache(maxsize=8)
+def _parsed(path: Path, text: str) -> CrawlSpec:
+    """The spec a file at ``path`` holding ``text`` says, parsed and validated once a process for those bytes.
+
+    Keyed by the file's whole text (and its path, which names it in errors and says JSON or YAML): the same
+    bytes are the same spec, and a file that changed is parsed anew. ``sluice run`` reads a crawl's spec in
+    the command and again when its run starts; a spec that fails is not kept (its error is raised each time)."""
     duplicates: list[str] = []
     try:
         if path.suffix == ".json":
@@ -167,15 +189,4 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
         raise SpecError(
             str(path), [f"(file): not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
         ) from None
-    spec = parse_spec(data, str(path), also=duplicates)
-    if named_after_file:
-        problems = []
-        if path.suffix not in SPEC_SUFFIXES:
-            problems.append(f"(file): a spec file ends in {', '.join(SPEC_SUFFIXES)}, not {path.suffix or 'nothing'}")
-        if path.stem != spec.name:
-            problems.append(
-                f"name: {spec.name!r} must match the file name {path.stem!r} (the scheduler finds a crawl by its file)"
-            )
-        if problems:
-            raise SpecError(str(path), problems)
-    return spec
+    return parse_spec(data, str(path), also=duplicates)

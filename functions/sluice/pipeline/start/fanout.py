@@ -42,6 +42,11 @@ CHUNK = 1_000
 """Seed tasks sent per step: 100 messages, 10 SQS requests."""
 RECORD_EVERY_S = 5.0
 """How often the fan-out records how far it got (the run item takes a write at most this often)."""
+INLINE_KEPT = 20_000
+"""The spec's listed and templated seeds a plan keeps canonical once it has made them (about 150 bytes each):
+the plan walks them three or four times (its own seeds, the seed set, the tasks, a seed file's check), and
+canonicalizing is most of a walk. A longer list (a template's range past it) is made again each walk, so the
+plan's memory stays bounded whatever the spec."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +265,8 @@ class SeedPlan:
     def __init__(self, services: Services, spec: CrawlSpec, run: RunState) -> None:
         self.services, self.spec, self.run = services, spec, run
         self.scope = Scope.from_spec(spec)
+        self._inline: list[str] | None = None
+        """The spec's inline seeds, canonical, once a walk of them went to its end (:meth:`_inline_urls`)."""
         self.own = SeedSet.of(url_hash(u) for u in self._own_urls())
         """The spec's own seeds (urls, template, file): the sitemaps' pages add to them."""
         self.sitemaps: SitemapSeeds | None = None
@@ -314,7 +321,22 @@ class SeedPlan:
             yield from self._file_urls(SeedSet.of(url_hash(u) for u in self._inline_urls()))
 
     def _inline_urls(self) -> Iterator[str]:
-        """The spec's listed URLs and its template's, canonical, each once."""
+        """The spec's listed URLs and its template's, canonical, each once (kept from the first whole walk when
+        there are at most :data:`INLINE_KEPT`)."""
+        if self._inline is not None:
+            yield from self._inline
+            return
+        kept: list[str] | None = []
+        for url in self._canonical_inline():
+            if kept is not None:
+                kept.append(url)
+                if len(kept) > INLINE_KEPT:
+                    kept = None
+            yield url
+        if kept is not None:  # the walk went to its end: the list is whole
+            self._inline = kept
+
+    def _canonical_inline(self) -> Iterator[str]:
         listed: set[str] = set()
         for url in self.spec.seeds.urls:  # an explicit list may repeat itself; a template range does not
             canonical = canonicalize_url(url)
