@@ -65,6 +65,18 @@ def test_a_spec_named_apart_from_its_file_is_refused(tmp_path: Path, capsys: pyt
     assert "must match the file name 'other'" in capsys.readouterr().err
 
 
+def test_a_bad_spec_named_apart_from_its_file_gets_both_errors_in_one_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file-name check is said with the field errors, not only once they are fixed (a new user fixed the
+    fields, ran validate again, and only then learned the name was wrong too)."""
+    bad = {**SPEC, "follow": {"max_pages": 0}}
+    assert main(["validate", str(write(tmp_path, bad, name="other"))]) == 1
+    err = capsys.readouterr().err
+    assert "follow.max_pages" in err
+    assert "must match the file name 'other'" in err
+
+
 def test_a_spec_file_over_its_size_cap_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, SPEC)
     path.write_text(path.read_text(encoding="utf-8") + "#" * (1024 * 1024), encoding="utf-8")

@@ -154,18 +154,37 @@ def load_spec(path: str | Path, *, named_after_file: bool = False) -> CrawlSpec:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(path), [f"(file): cannot read: {exc}"]) from None
-    spec = _parsed(path, text)
-    if named_after_file:
-        problems = []
-        if path.suffix not in SPEC_SUFFIXES:
-            problems.append(f"(file): a spec file ends in {', '.join(SPEC_SUFFIXES)}, not {path.suffix or 'nothing'}")
-        if path.stem != spec.name:
-            problems.append(
-                f"name: {spec.name!r} must match the file name {path.stem!r} (the scheduler finds a crawl by its file)"
-            )
-        if problems:
-            raise SpecError(str(path), problems)
+    try:
+        spec = _parsed(path, text)
+    except SpecError as exc:
+        if not named_after_file:
+            raise
+        also = _file_problems(path, _raw_name(path, text))  # said with the rest: one `validate` names them all
+        raise SpecError(exc.source, exc.errors + [p for p in also if p not in exc.errors]) from None
+    if named_after_file and (problems := _file_problems(path, spec.name)):
+        raise SpecError(str(path), problems)
     return spec
+
+
+def _file_problems(path: Path, name: object) -> list[str]:
+    """What is wrong with a spec file's own name: its suffix, and ``name`` (the crawl's) not matching it."""
+    problems = []
+    if path.suffix not in SPEC_SUFFIXES:
+        problems.append(f"(file): a spec file ends in {', '.join(SPEC_SUFFIXES)}, not {path.suffix or 'nothing'}")
+    if isinstance(name, str) and path.stem != name:
+        problems.append(
+            f"name: {name!r} must match the file name {path.stem!r} (the scheduler finds a crawl by its file)"
+        )
+    return problems
+
+
+def _raw_name(path: Path, text: str) -> object:
+    """The ``name`` a spec that failed to parse says, if its file reads as a mapping (None if not)."""
+    try:
+        data = _data(path, text)[0]
+    except (SpecError, ValueError):
+        return None
+    return data.get("name") if isinstance(data, dict) else None
 
 
 @lru_cache(maxsize=8)
@@ -175,18 +194,21 @@ def _parsed(path: Path, text: str) -> CrawlSpec:
     Keyed by the file's whole text (and its path, which names it in errors and says JSON or YAML): the same
     bytes are the same spec, and a file that changed is parsed anew. ``sluice run`` reads a crawl's spec in
     the command and again when its run starts; a spec that fails is not kept (its error is raised each time)."""
-    duplicates: list[str] = []
+    data, duplicates = _data(path, text)
+    return parse_spec(data, str(path), also=duplicates)
+
+
+def _data(path: Path, text: str) -> tuple[Any, list[str]]:
+    """A spec file's text read as JSON or YAML (by its suffix), and the keys YAML found twice."""
     try:
         if path.suffix == ".json":
             _check_json_depth(path, text)
-            data = json.loads(text)
-        else:
-            # PyYAML is loaded for a YAML file only: the deployed fetcher reading a JSON spec never pays for it.
-            from sluice.spec.yamlfile import read_yaml
+            return json.loads(text), []
+        # PyYAML is loaded for a YAML file only: the deployed fetcher reading a JSON spec never pays for it.
+        from sluice.spec.yamlfile import read_yaml
 
-            data, duplicates = read_yaml(path, text)
+        return read_yaml(path, text)
     except json.JSONDecodeError as exc:
         raise SpecError(
             str(path), [f"(file): not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"]
         ) from None
-    return parse_spec(data, str(path), also=duplicates)
