@@ -18,7 +18,7 @@ from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import state
 from sluice_tools.emulate.runner import EmulatedRunner
-from sluice_tools.runner.session import exclusive
+from sluice_tools.runner.session import exclusive, remember_flags
 from sluice_tools.runner.summary import as_json
 
 from .conftest import Cli, LocalCrawls, aws_stage
@@ -181,6 +181,21 @@ def test_a_run_no_command_holds_is_interrupted_with_how_to_resume_it(local: Loca
     assert resume in err
     rows = sluice.json("runs", "demo-books", *where, "--json")
     assert [r["status"] for r in rows] == ["interrupted", "finished"]
+
+
+def test_the_resume_hint_gives_the_fetch_flags_the_run_was_started_with(local: LocalCrawls, sluice: Cli) -> None:
+    """The hint left out --allow-loopback: run as printed, the resume skipped every page left as loopback."""
+    local.run()
+    run_id = _open_run(local)
+    remember_flags(local.state, "demo-books", run_id, ["--allow-loopback"])
+    where = ["--state", str(local.state), "--specs", str(local.specs)]
+    resume = f"`sluice run {local.specs}/demo-books.yaml --state {local.state} --allow-loopback` resumes it"
+    code, text, _ = sluice("show", run_id, *where)
+    assert code == 0
+    assert resume in text.splitlines()[1]
+    code, _, err = sluice("runs", "demo-books", *where)
+    assert code == 0
+    assert resume in err
 
 
 def test_report_draws_the_same_runs_from_either_place(three_runs: Runs, sluice: Cli, tmp_path: Path) -> None:

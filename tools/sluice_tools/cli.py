@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
     from sluice.pipeline.start.seedfile import SeedFileError
     from sluice_tools.ops.show import local_catalog_verdict
     from sluice_tools.runner.secrets import MissingSecrets
-    from sluice_tools.runner.session import StateInUse
+    from sluice_tools.runner.session import FlagsDiffer, StateInUse
     from sluice_tools.runner.summary import as_json, as_text, catalog_lines, local_lines, progress_bar
 
     try:
@@ -138,7 +138,7 @@ def _run(args: argparse.Namespace) -> int:
                     say=say,
                 )
                 run = fleet.run(spec, progress=show, restart=args.restart)
-    except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets) as exc:
+    except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets, FlagsDiffer) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     catalog = None if args.emulate_aws else local_catalog_verdict(state, run.summary)

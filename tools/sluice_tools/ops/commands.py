@@ -51,7 +51,7 @@ def query(args: argparse.Namespace) -> int:
 
 
 def runs(args: argparse.Namespace) -> int:
-    from sluice_tools.ops.history import NoSuchRun, open_history
+    from sluice_tools.ops.history import NoSuchRun, fetch_flags, open_history
     from sluice_tools.ops.runs import recent, resume_hint, runs_table
     from sluice_tools.ops.stage import StageUnreachable
 
@@ -62,7 +62,8 @@ def runs(args: argparse.Namespace) -> int:
         return _fail("runs", exc)
     for row in rows:
         if row.status == "interrupted":
-            print(f"note: run {row.run_id} {resume_hint(row.crawl, args.specs, args.state)}", file=sys.stderr)
+            hint = resume_hint(row.crawl, args.specs, args.state, fetch_flags(history, row.crawl, row.run_id))
+            print(f"note: run {row.run_id} {hint}", file=sys.stderr)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=2))
     elif not rows:

@@ -25,6 +25,7 @@ from sluice.pipeline.finalize.columnar_state import describe, read_state
 from sluice.spec import spec_files
 from sluice_tools.ops.query import PARQUET_DONE
 from sluice_tools.ops.stage import Stage, aws_errors
+from sluice_tools.runner.session import remembered_flags
 
 
 class NoSuchRun(LookupError):
@@ -114,6 +115,10 @@ class LocalHistory:
     def dead_letters(self, run_id: str) -> int:
         return self.store.queue.depth(run_id).dead
 
+    def fetch_flags(self, crawl: str, run_id: str) -> list[str]:
+        """The flags the run was started with that change what it may fetch (a resume must be given them)."""
+        return remembered_flags(self.store.folder, crawl, run_id) or []
+
     def log_file(self, run: RunState) -> Path:
         """The run's JSON Lines log, as ``sluice run`` names it (``logs/CRAWL-RUN.jsonl``)."""
         return self.store.folder / "logs" / f"{run.crawl}-{run.run_id}.jsonl"
@@ -195,6 +200,11 @@ class StageHistory:
 
     def logs_of(self, run: RunState) -> str | None:
         return f"CloudWatch Logs (`sluice logs {run.run_id} --stage {self.stage.name}`)"
+
+
+def fetch_flags(history: RunHistory, crawl: str, run_id: str) -> list[str]:
+    """The fetch flags a local run was started with (none for a stage's: its runs are never resumed from here)."""
+    return history.fetch_flags(crawl, run_id) if isinstance(history, LocalHistory) else []
 
 
 def command_running(history: RunHistory) -> bool | None:
