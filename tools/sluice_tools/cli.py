@@ -111,6 +111,17 @@ def _run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     path, state = Path(args.spec), Path(args.state)
+    if not args.allow_loopback:  # refused before a run is opened: skipped page by page, it became the next baseline
+        loopback, only = loopback_seeds(spec)
+        if only:
+            print(
+                f"refused: every seed of crawl {spec.name!r} is on loopback (127.0.0.0/8), which is refused unless "
+                f"--allow-loopback is given: {', '.join(loopback)} in {path}. Add --allow-loopback to crawl it.",
+                file=sys.stderr,
+            )
+            return 2
+        for seed in loopback:
+            print(f"note: {seed} is on loopback: its pages are skipped (add --allow-loopback)", file=sys.stderr)
 
     def say(line: str) -> None:  # on stderr: with --json, stdout is one JSON object
         print(line, file=sys.stderr)
