@@ -9,6 +9,7 @@ The work is in the modules beside this one; they are imported when their command
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -135,24 +136,38 @@ def redrive(args: argparse.Namespace) -> int:
 
 
 def reextract(args: argparse.Namespace) -> int:
-    from sluice.pipeline.reextract import ReextractRefused
+    from sluice.pipeline.reextract import Projection, Reextracted, ReextractRefused, ReextractWorse
     from sluice.spec import SpecError
     from sluice_tools.ops.history import NoSuchRun
-    from sluice_tools.ops.reextract import reextract_local, reextract_stage, report
+    from sluice_tools.ops.reextract import project_local, project_stage, reextract_local, reextract_stage, report
     from sluice_tools.ops.stage import Stage, StageUnreachable
     from sluice_tools.runner.session import StateInUse
 
     spec = Path(args.spec) if args.spec else None
+    where = (args.run_id, spec, Path(args.specs))
+    done: Reextracted | Projection
     try:
-        done = (
-            reextract_stage(Stage.named(args.stage), args.run_id, spec, Path(args.specs))
-            if args.stage is not None
-            else reextract_local(Path(args.state), args.run_id, spec, Path(args.specs))
-        )
+        if args.dry_run:
+            done = (
+                project_stage(Stage.named(args.stage), *where)
+                if args.stage is not None
+                else project_local(Path(args.state), *where)
+            )
+        elif args.stage is not None:
+            done = reextract_stage(Stage.named(args.stage), *where, force=args.force)
+        else:
+            done = reextract_local(Path(args.state), *where, force=args.force)
+    except ReextractWorse as exc:
+        if args.json:
+            print(json.dumps({"refused": str(exc), **dataclasses.asdict(exc.projection)}, indent=2))
+        return _fail("reextract", f"refused: {exc}")
     except (ReextractRefused, StateInUse) as exc:
         return _fail("reextract", f"refused: {exc}")
     except (NoSuchRun, StageUnreachable, SpecError) as exc:
         return _fail("reextract", exc)
+    if isinstance(done, Projection):
+        print(json.dumps(dataclasses.asdict(done), indent=2) if args.json else f"dry run: {done.text()}")
+        return 1 if done.worse else 0
     print(json.dumps(done.summary.to_json(), indent=2, sort_keys=True) if args.json else report(done))
     return 0 if done.summary.healthy else 1
 
@@ -235,5 +250,14 @@ def add_commands(commands: Any) -> None:
     x.add_argument("run_id", metavar="RUN", help="a finished run's id, whose archive is read")
     x.add_argument("--spec", metavar="SPEC", help="the spec to extract with (default: the crawl's in --specs)")
     _where(x)
+    x.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the run's records even when the new ones would fail its record checks (none, or a drop "
+        "below the spec's alerts.record_count_floor): refused without it, nothing replaced",
+    )
+    x.add_argument(
+        "--dry-run", action="store_true", help="extract and count, write nothing: what the run's records would be"
+    )
     x.add_argument("--json", action="store_true", help="the run's new summary as JSON")
     x.set_defaults(run=reextract)
