@@ -236,6 +236,27 @@ def test_show_of_an_emulated_run_says_where_its_data_is(local: LocalCrawls, slui
         local.run()
 
 
+def test_runs_and_logs_of_an_emulated_state_say_where_its_runs_are(local: LocalCrawls, sluice: Cli) -> None:
+    """`runs` and `logs` said "no runs in STATE/: `sluice run` keeps its state there (or pass --state)" of a
+    state --state named, where the run had just printed `logs STATE/moto/logs/....jsonl`."""
+    local.shrink(1)
+    spec = str(local.specs / "demo-books.yaml")
+    where = ["--state", str(local.state), "--specs", str(local.specs)]
+    code, out, err = sluice("run", spec, *where[:2], "--allow-loopback", "--emulate-aws", "--json", "--workers", "2")
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    moto = local.state / "moto"
+    code, _, err = sluice("runs", "demo-books", *where)
+    assert code == 2
+    assert f"no local runs in {local.state}/: it holds runs made with --emulate-aws, kept in {moto}/" in err
+    assert "or pass --state" not in err
+    assert f"their logs are in {moto / 'logs'}/" in err
+    code, _, err = sluice("logs", run_id, *where)
+    assert code == 2
+    assert f"run {run_id} was made with --emulate-aws: its data is in {moto}/" in err
+    assert f"its log lines {moto / 'logs' / f'demo-books-{run_id}.jsonl'}" in err
+
+
 def test_a_run_says_its_catalog_run_and_warns_when_that_one_was_unhealthy(
     local: LocalCrawls, site: RunningDemoSite, sluice: Cli
 ) -> None:

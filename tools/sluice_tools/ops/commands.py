@@ -92,7 +92,14 @@ def show(args: argparse.Namespace) -> int:
 
 
 def logs(args: argparse.Namespace) -> int:
-    from sluice_tools.ops.history import LocalHistory, NoSuchRun, StageHistory, open_history, run_named
+    from sluice_tools.ops.history import (
+        LocalHistory,
+        NoSuchRun,
+        StageHistory,
+        emulated_logs,
+        open_history,
+        run_named,
+    )
     from sluice_tools.ops.logs import LogFilter, local_lines, stage_lines
     from sluice_tools.ops.stage import StageUnreachable
 
@@ -105,7 +112,10 @@ def logs(args: argparse.Namespace) -> int:
         else:
             assert isinstance(history, LocalHistory)  # noqa: S101 - open_history gives one of the two
             lines = local_lines(history.log_file(run), run, flt)
-    except (NoSuchRun, StageUnreachable) as exc:
+    except NoSuchRun as exc:
+        emulated = emulated_logs(Path(args.state), args.run_id) if args.stage is None else None
+        return _fail("logs", emulated or exc)
+    except StageUnreachable as exc:
         return _fail("logs", exc)
     for line in lines:
         print(line.raw if args.json else line.text())

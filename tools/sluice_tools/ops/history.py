@@ -63,12 +63,26 @@ class RunHistory(Protocol):
         ...
 
 
+def no_local_runs(state_dir: Path) -> str:
+    """Why a state folder without the local store has no runs to read: none yet, or only runs made with
+    --emulate-aws, whose state is under ``STATE/moto/`` (said with where their summaries and logs are)."""
+    folder = state_dir / EMULATED
+    if (folder / "s3").is_dir():
+        return (
+            f"no local runs in {state_dir}/: it holds runs made with --emulate-aws, kept in {folder}/ "
+            f"(moto's tables in dynamodb/, its bucket in s3/: each run's summary and records under "
+            f"{folder / 's3' / RUNS_PREFIX}), which `sluice runs`, `show` and `logs` do not read; "
+            f"their logs are in {folder / 'logs'}/"
+        )
+    return f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)"
+
+
 class LocalHistory:
     """The runs of a local state folder (``sluice run --state``), read without taking its lock."""
 
     def __init__(self, state_dir: Path) -> None:
         if not (state_dir / DB_NAME).is_file():
-            raise NoSuchRun(f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)")
+            raise NoSuchRun(no_local_runs(state_dir))
         self.where = f"{state_dir}/"
         self.store = LocalStore.open(state_dir)
 
@@ -233,6 +247,15 @@ def emulated_run(state_dir: Path, run_id: str) -> str | None:
         f"run {run_id} was made with --emulate-aws: its data is in {folder}/ (moto's tables in dynamodb/, its "
         f"bucket in s3/), not in the local store `sluice show` reads; {shown}, its records {run / 'records'}/"
     )
+
+
+def emulated_logs(state_dir: Path, run_id: str) -> str | None:
+    """:func:`emulated_run` with where the run's log lines are (``STATE/moto/logs/CRAWL-RUN.jsonl``)."""
+    found = emulated_run(state_dir, run_id)
+    if found is None:
+        return None
+    logs = sorted((state_dir / EMULATED / "logs").glob(f"*-{run_id}.jsonl"))
+    return f"{found}; its log lines {logs[0]} (JSON Lines)" if logs else f"{found}; no log file of it was kept"
 
 
 def run_named(history: RunHistory, run_id: str) -> RunState:

@@ -34,7 +34,7 @@ from sluice.pipeline.finalize.columnar_state import CopyState
 from sluice.pipeline.reextract import Projection, Reextracted, project_reextraction, reextract_run
 from sluice.pipeline.services import Services, Tuning
 from sluice.spec import CrawlSpec, find_spec, load_spec
-from sluice_tools.ops.history import NoSuchRun, StageHistory, run_named
+from sluice_tools.ops.history import NoSuchRun, StageHistory, no_local_runs, run_named
 from sluice_tools.ops.stage import Stage, aws_errors
 from sluice_tools.runner.parquet import rewrite_parquet
 from sluice_tools.runner.session import exclusive, logs_to
@@ -63,7 +63,7 @@ def _never(_: dict[str, object]) -> None:
 def _local(state_dir: Path, run_id: str, spec_path: Path | None, specs_dir: Path) -> Iterator[Opened]:
     """The run of the local state folder, its spec and the store's services, the folder held the while."""
     if not (state_dir / DB_NAME).is_file():
-        raise NoSuchRun(f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)")
+        raise NoSuchRun(no_local_runs(state_dir))
     with exclusive(state_dir):
         store = LocalStore.open(state_dir)
         try:
