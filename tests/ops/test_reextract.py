@@ -118,3 +118,29 @@ def test_reextract_refuses_another_crawls_spec_and_names_an_unknown_run(broken: 
     code, out, err = sluice("reextract", "20200101T000000Z-000000", *broken.where)
     assert (code, out) == (2, "")
     assert "no run 20200101T000000Z-000000" in err
+
+
+def test_reextract_that_would_lose_a_healthy_runs_records_is_refused_unless_forced(
+    broken: Broken, sluice: Cli, site: RunningDemoSite
+) -> None:
+    """Night 1 re-extracted with the spec fixed for the redesigned site: a HEALTHY run of 80 records became
+    UNHEALTHY with 0, without a word before it was done."""
+    night1 = broken.results[0]["run_id"]
+    before = site.stats.total
+    with_fixed = ["--spec", str(broken.fixed), *broken.where]
+    code, out, err = sluice("reextract", night1, *with_fixed, "--dry-run")
+    assert code == 1, err
+    assert out.startswith(f"dry run: re-extracting run {night1} of demo-books would re-extract {PAGES + 1} page(s)")
+    assert f"0 records where it has {BOOKS} now (healthy)" in out
+    assert "verdict UNHEALTHY (records_nonzero, record_count_drop)" in out
+    code, out, err = sluice("reextract", night1, *with_fixed)
+    assert (code, out) == (2, "")
+    assert f"refused: re-extracting run {night1} of demo-books would re-extract" in err
+    assert "--force" in err
+    shown = sluice.json("show", night1, *broken.where, "--json")["summary"]
+    assert (shown["verdict"]["healthy"], shown["records"]["total"], shown.get("reextracted")) == (True, BOOKS, None)
+    code, out, err = sluice("reextract", night1, *with_fixed, "--force")
+    assert code == 1, err
+    assert "verdict  UNHEALTHY (records_nonzero" in out
+    assert sluice.json("show", night1, *broken.where, "--json")["summary"]["records"]["total"] == 0
+    assert site.stats.total == before  # not one request reached the site

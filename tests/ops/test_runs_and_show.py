@@ -18,7 +18,7 @@ from sluice.spec import load_spec
 from sluice_tools.demosite import RunningDemoSite
 from sluice_tools.emulate import state
 from sluice_tools.emulate.runner import EmulatedRunner
-from sluice_tools.runner.session import exclusive
+from sluice_tools.runner.session import exclusive, remember_flags
 from sluice_tools.runner.summary import as_json
 
 from .conftest import Cli, LocalCrawls, aws_stage
@@ -183,6 +183,21 @@ def test_a_run_no_command_holds_is_interrupted_with_how_to_resume_it(local: Loca
     assert [r["status"] for r in rows] == ["interrupted", "finished"]
 
 
+def test_the_resume_hint_gives_the_fetch_flags_the_run_was_started_with(local: LocalCrawls, sluice: Cli) -> None:
+    """The hint left out --allow-loopback: run as printed, the resume skipped every page left as loopback."""
+    local.run()
+    run_id = _open_run(local)
+    remember_flags(local.state, "demo-books", run_id, ["--allow-loopback"])
+    where = ["--state", str(local.state), "--specs", str(local.specs)]
+    resume = f"`sluice run {local.specs}/demo-books.yaml --state {local.state} --allow-loopback` resumes it"
+    code, text, _ = sluice("show", run_id, *where)
+    assert code == 0
+    assert resume in text.splitlines()[1]
+    code, _, err = sluice("runs", "demo-books", *where)
+    assert code == 0
+    assert resume in err
+
+
 def test_report_draws_the_same_runs_from_either_place(three_runs: Runs, sluice: Cli, tmp_path: Path) -> None:
     out = tmp_path / "out" / "report.html"
     code, printed, err = sluice("report", "demo-books", *three_runs.where, "--out", str(out))
@@ -219,6 +234,27 @@ def test_show_of_an_emulated_run_says_where_its_data_is(local: LocalCrawls, slui
         assert str(moto / "s3" / summary_key("demo-books", run_id)) in err
         assert str(moto / "s3" / records_prefix("demo-books", run_id)) in err
         local.run()
+
+
+def test_runs_and_logs_of_an_emulated_state_say_where_its_runs_are(local: LocalCrawls, sluice: Cli) -> None:
+    """`runs` and `logs` said "no runs in STATE/: `sluice run` keeps its state there (or pass --state)" of a
+    state --state named, where the run had just printed `logs STATE/moto/logs/....jsonl`."""
+    local.shrink(1)
+    spec = str(local.specs / "demo-books.yaml")
+    where = ["--state", str(local.state), "--specs", str(local.specs)]
+    code, out, err = sluice("run", spec, *where[:2], "--allow-loopback", "--emulate-aws", "--json", "--workers", "2")
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    moto = local.state / "moto"
+    code, _, err = sluice("runs", "demo-books", *where)
+    assert code == 2
+    assert f"no local runs in {local.state}/: it holds runs made with --emulate-aws, kept in {moto}/" in err
+    assert "or pass --state" not in err
+    assert f"their logs are in {moto / 'logs'}/" in err
+    code, _, err = sluice("logs", run_id, *where)
+    assert code == 2
+    assert f"run {run_id} was made with --emulate-aws: its data is in {moto}/" in err
+    assert f"its log lines {moto / 'logs' / f'demo-books-{run_id}.jsonl'}" in err
 
 
 def test_a_run_says_its_catalog_run_and_warns_when_that_one_was_unhealthy(

@@ -18,7 +18,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from sluice.domain.layout import ARCHIVE_PREFIX, index_key, manifest_key, part_key
-from sluice.pipeline.reextract import ReextractRefused, reextract_run
+from sluice.pipeline.reextract import ReextractRefused, ReextractWorse, reextract_run
 from sluice.pipeline.visit import archive as archive_module
 from sluice.pipeline.visit.archive import parse_record
 from sluice.spec import parse_spec
@@ -226,7 +226,10 @@ def test_an_output_file_the_rebuilt_manifest_no_longer_lists_is_removed(
     assert old
     assert all(pipeline.services.objects.size(key) is not None for key in old)
     nothing = pipeline.spec(_fixed(data))  # price-colour: the site was not redesigned, so no price, no record
-    done = reextract_run(spec.name, run_id, pipeline.services, nothing)
+    with pytest.raises(ReextractWorse, match="0 records where it has"):  # nothing replaced unless forced
+        reextract_run(spec.name, run_id, pipeline.services, nothing)
+    assert pipeline.manifest(spec.name, run_id)["files"] == manifest["files"]
+    done = reextract_run(spec.name, run_id, pipeline.services, nothing, force=True)
     assert done.summary.records_total == 0
     assert done.summary.verdict.healthy is False
     assert pipeline.manifest(spec.name, run_id)["files"] == []

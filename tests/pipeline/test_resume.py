@@ -27,6 +27,7 @@ from sluice.pipeline.finalize import output
 from sluice.spec import parse_spec
 from sluice_tools.demosite import RunningDemoSite, running_demo_site
 from sluice_tools.runner.local import LocalFleet
+from sluice_tools.runner.session import FlagsDiffer
 
 from .conftest import Pipeline, SpecData, local_harness
 from .test_page_types import typed_spec
@@ -219,3 +220,35 @@ def test_the_resume_line_counts_the_pages_done_against_every_url_the_run_holds(
     assert tally.links > 0
     assert 0 < tally.done < tally.enqueued
     assert resumed.describe() == f"resuming run {run_id}: {tally.done} of {tally.enqueued} pages done"
+
+
+def test_a_resume_with_other_fetch_flags_is_refused_before_anything_is_fetched(
+    tmp_path: Path, site: RunningDemoSite, books_spec: SpecData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run started with --allow-loopback and resumed without it (the hint `sluice show` printed) skipped every page
+    left ("address 127.0.0.1 is loopback") and finished with record_count_drop: the run keeps its fetch flags."""
+    data = books_spec(CRAWL, site.base_url)
+    spec = parse_spec(data)
+    specs = tmp_path / "crawls"
+    specs.mkdir()
+    (specs / f"{CRAWL}.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    state = tmp_path / "state"
+    real = output.write_index_and_manifest
+
+    def dies(*args: Any) -> Any:
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(finalize_module, "write_index_and_manifest", dies)
+    with pytest.raises(RuntimeError, match="killed"):
+        LocalFleet(specs, state, workers=2, allow_loopback=True).run(spec)
+    monkeypatch.setattr(finalize_module, "write_index_and_manifest", real)
+    logs_before = sorted(p.name for p in (state / "logs").iterdir())
+
+    with pytest.raises(FlagsDiffer, match="was started with --allow-loopback; add --allow-loopback to resume it"):
+        LocalFleet(specs, state, workers=2, allow_loopback=False).run(spec)
+    assert sorted(p.name for p in (state / "logs").iterdir()) == logs_before  # the refused command left no log
+
+    run = LocalFleet(specs, state, workers=2, allow_loopback=True).run(spec)
+    assert run.resumed is not None
+    assert (run.summary.status, run.summary.records_total, run.summary.pages.skipped) == ("finished", 100, 0)
+    assert site.stats.count("/catalogue/page-1.html") == 1

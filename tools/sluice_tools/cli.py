@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
     from sluice.pipeline.start.seedfile import SeedFileError
     from sluice_tools.ops.show import local_catalog_verdict
     from sluice_tools.runner.secrets import MissingSecrets
-    from sluice_tools.runner.session import StateInUse
+    from sluice_tools.runner.session import FlagsDiffer, StateInUse
     from sluice_tools.runner.summary import as_json, as_text, catalog_lines, local_lines, progress_bar
 
     try:
@@ -111,6 +111,17 @@ def _run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     path, state = Path(args.spec), Path(args.state)
+    if not args.allow_loopback:  # refused before a run is opened: skipped page by page, it became the next baseline
+        loopback, only = loopback_seeds(spec)
+        if only:
+            print(
+                f"refused: every seed of crawl {spec.name!r} is on loopback (127.0.0.0/8), which is refused unless "
+                f"--allow-loopback is given: {', '.join(loopback)} in {path}. Add --allow-loopback to crawl it.",
+                file=sys.stderr,
+            )
+            return 2
+        for seed in loopback:
+            print(f"note: {seed} is on loopback: its pages are skipped (add --allow-loopback)", file=sys.stderr)
 
     def say(line: str) -> None:  # on stderr: with --json, stdout is one JSON object
         print(line, file=sys.stderr)
@@ -138,7 +149,7 @@ def _run(args: argparse.Namespace) -> int:
                     say=say,
                 )
                 run = fleet.run(spec, progress=show, restart=args.restart)
-    except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets) as exc:
+    except (RunInFlight, MalformedMessage, StateInUse, SeedFileError, MissingSecrets, FlagsDiffer) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
     catalog = None if args.emulate_aws else local_catalog_verdict(state, run.summary)

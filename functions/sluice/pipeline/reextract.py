@@ -62,6 +62,47 @@ class ReextractRefused(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class Projection:
+    """What re-extracting a run would make of its records, counted before anything is written: the records its
+    pages would hold (kept pages' as they are), and the record checks the spec's thresholds would fail."""
+
+    crawl: str
+    run_id: str
+    pages: int
+    """Pages that would be re-extracted."""
+    records_now: int
+    records_after: int
+    healthy_now: bool
+    alerts: tuple[str, ...]
+    """Checks the rebuilt run would fail on its records: ``records_nonzero``, ``record_count_drop``."""
+    floor: float
+
+    @property
+    def worse(self) -> bool:
+        return bool(self.alerts)
+
+    def text(self) -> str:
+        verdict = f"UNHEALTHY ({', '.join(self.alerts)})" if self.alerts else "no record check failed"
+        now = "healthy" if self.healthy_now else "UNHEALTHY"
+        return (
+            f"re-extracting run {self.run_id} of {self.crawl} would re-extract {self.pages} page(s): "
+            f"{self.records_after} records where it has {self.records_now} now ({now}); verdict {verdict} "
+            f"(record count floor {self.floor:.2f})"
+        )
+
+
+class ReextractWorse(ReextractRefused):
+    """The re-extracted output would fail record checks the run passes now: nothing was replaced."""
+
+    def __init__(self, projection: Projection) -> None:
+        self.projection = projection
+        super().__init__(
+            f"{projection.text()}: the run's output is left as it is; check the spec (`sluice parse`), "
+            "or pass --force to replace it all the same"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Reextracted:
     crawl: str
     run_id: str
@@ -95,24 +136,20 @@ class _Tally:
             self.named.append({"url": url, "reason": why})
 
 
-def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec | None = None) -> Reextracted:
-    """Rebuild a finished run's records from its archive with ``spec`` (default: the crawl's current spec)."""
+def reextract_run(
+    crawl: str, run_id: str, services: Services, spec: CrawlSpec | None = None, *, force: bool = False
+) -> Reextracted:
+    """Rebuild a finished run's records from its archive with ``spec`` (default: the crawl's current spec).
+
+    Refused (:class:`ReextractWorse`), before anything is written, when the rebuilt records would fail the spec's
+    record checks (none, or fewer than ``alerts.record_count_floor`` of the run's): a spec broken for the pages
+    replaced a healthy run's records with nothing. ``force`` replaces them all the same."""
     started = time.monotonic()
-    run = services.ledger.get_run(crawl, run_id)
-    if run is None:
-        raise ReextractRefused(f"crawl {crawl!r} has no run {run_id}")
-    if run.status != "finished":
-        raise ReextractRefused(f"run {run_id} is {run.status}, not finished: re-extract it once it has finished")
-    spec = spec if spec is not None else services.spec(crawl)
-    if spec.name != crawl:
-        raise ReextractRefused(f"the spec is crawl {spec.name!r}'s, and run {run_id} is crawl {crawl!r}'s")
-    lock = services.ledger.active_run(crawl)
-    if lock is not None:
-        raise ReextractRefused(
-            f"crawl {crawl!r} has run {lock.run_id} in flight (since {lock.started_at}): re-extract once it has "
-            "finished, so that its catalog does not change under it"
-        )
-    _check_sources(services, run_id)
+    run, spec = _checked(crawl, run_id, services, spec)
+    if not force:
+        projection = _project(services, spec, run)
+        if projection.worse:
+            raise ReextractWorse(projection)
     tally = _Tally()
     in_output = output_block(services.objects, crawl, run_id)
     for entries in _chunks(services.frontier.scan(run_id)):
@@ -145,6 +182,65 @@ def reextract_run(crawl: str, run_id: str, services: Services, spec: CrawlSpec |
         },
     )
     return Reextracted(crawl, run_id, summary, key, tally.pages, tally.missing, seconds)
+
+
+def project_reextraction(crawl: str, run_id: str, services: Services, spec: CrawlSpec | None = None) -> Projection:
+    """What :func:`reextract_run` would make of the run's records, writing nothing (``sluice reextract --dry-run``)."""
+    run, spec = _checked(crawl, run_id, services, spec)
+    return _project(services, spec, run)
+
+
+def _checked(crawl: str, run_id: str, services: Services, spec: CrawlSpec | None) -> tuple[RunState, CrawlSpec]:
+    """The run and the spec, or ReextractRefused saying why the run cannot be re-extracted with it."""
+    run = services.ledger.get_run(crawl, run_id)
+    if run is None:
+        raise ReextractRefused(f"crawl {crawl!r} has no run {run_id}")
+    if run.status != "finished":
+        raise ReextractRefused(f"run {run_id} is {run.status}, not finished: re-extract it once it has finished")
+    spec = spec if spec is not None else services.spec(crawl)
+    if spec.name != crawl:
+        raise ReextractRefused(f"the spec is crawl {spec.name!r}'s, and run {run_id} is crawl {crawl!r}'s")
+    lock = services.ledger.active_run(crawl)
+    if lock is not None:
+        raise ReextractRefused(
+            f"crawl {crawl!r} has run {lock.run_id} in flight (since {lock.started_at}): re-extract once it has "
+            "finished, so that its catalog does not change under it"
+        )
+    _check_sources(services, run_id)
+    return run, spec
+
+
+def _project(services: Services, spec: CrawlSpec, run: RunState) -> Projection:
+    """Every archived page of the run extracted with ``spec``, nothing written: the records the run would hold (a
+    page not re-extracted keeps its own), and the record checks that would fail against what it holds now."""
+    crawl, run_id = run.crawl, run.run_id
+    pages = after = 0
+    sizes: dict[str, int | None] = {}
+    now = int(services.clock())
+    for entries in _chunks(services.frontier.scan(run_id)):
+        held = [e.result for e in entries if e.result is not None and e.result.holds_records]
+        archived = [r for r in held if r.archive is not None]
+        after += sum(r.counts.total for r in held if r.archive is None)
+        before = _catalog_digests(services, run.catalog_run, [url_hash(r.url) for r in archived])
+        with ThreadPoolExecutor(max_workers=READERS) as pool:
+            responses = list(pool.map(lambda r: _read(services, crawl, r, sizes), archived))
+        for result, response in zip(archived, responses, strict=True):
+            new = None if isinstance(response, str) else _extract(spec, result, response, before.get(result.url), now)
+            if new is None:  # kept as it is
+                after += result.counts.total
+                continue
+            pages += 1
+            after += len(new[1])
+    summary = _summary(services, crawl, run_id)
+    records_now = summary.records_total if summary is not None else (run.records or 0)
+    floor = spec.alerts.record_count_floor
+    alerts = []
+    if records_now and not after:
+        alerts.append("records_nonzero")
+    if records_now and after / records_now < floor:
+        alerts.append("record_count_drop")
+    healthy = summary.healthy if summary is not None else bool(run.healthy)
+    return Projection(crawl, run_id, pages, records_now, after, healthy, tuple(alerts), floor)
 
 
 def _rebuilt_summary(

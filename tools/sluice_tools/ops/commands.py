@@ -9,6 +9,7 @@ The work is in the modules beside this one; they are imported when their command
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -51,7 +52,7 @@ def query(args: argparse.Namespace) -> int:
 
 
 def runs(args: argparse.Namespace) -> int:
-    from sluice_tools.ops.history import NoSuchRun, open_history
+    from sluice_tools.ops.history import NoSuchRun, fetch_flags, open_history
     from sluice_tools.ops.runs import recent, resume_hint, runs_table
     from sluice_tools.ops.stage import StageUnreachable
 
@@ -62,7 +63,8 @@ def runs(args: argparse.Namespace) -> int:
         return _fail("runs", exc)
     for row in rows:
         if row.status == "interrupted":
-            print(f"note: run {row.run_id} {resume_hint(row.crawl, args.specs, args.state)}", file=sys.stderr)
+            hint = resume_hint(row.crawl, args.specs, args.state, fetch_flags(history, row.crawl, row.run_id))
+            print(f"note: run {row.run_id} {hint}", file=sys.stderr)
     if args.json:
         print(json.dumps([r.as_dict() for r in rows], indent=2))
     elif not rows:
@@ -90,7 +92,14 @@ def show(args: argparse.Namespace) -> int:
 
 
 def logs(args: argparse.Namespace) -> int:
-    from sluice_tools.ops.history import LocalHistory, NoSuchRun, StageHistory, open_history, run_named
+    from sluice_tools.ops.history import (
+        LocalHistory,
+        NoSuchRun,
+        StageHistory,
+        emulated_logs,
+        open_history,
+        run_named,
+    )
     from sluice_tools.ops.logs import LogFilter, local_lines, stage_lines
     from sluice_tools.ops.stage import StageUnreachable
 
@@ -103,7 +112,10 @@ def logs(args: argparse.Namespace) -> int:
         else:
             assert isinstance(history, LocalHistory)  # noqa: S101 - open_history gives one of the two
             lines = local_lines(history.log_file(run), run, flt)
-    except (NoSuchRun, StageUnreachable) as exc:
+    except NoSuchRun as exc:
+        emulated = emulated_logs(Path(args.state), args.run_id) if args.stage is None else None
+        return _fail("logs", emulated or exc)
+    except StageUnreachable as exc:
         return _fail("logs", exc)
     for line in lines:
         print(line.raw if args.json else line.text())
@@ -134,24 +146,38 @@ def redrive(args: argparse.Namespace) -> int:
 
 
 def reextract(args: argparse.Namespace) -> int:
-    from sluice.pipeline.reextract import ReextractRefused
+    from sluice.pipeline.reextract import Projection, Reextracted, ReextractRefused, ReextractWorse
     from sluice.spec import SpecError
     from sluice_tools.ops.history import NoSuchRun
-    from sluice_tools.ops.reextract import reextract_local, reextract_stage, report
+    from sluice_tools.ops.reextract import project_local, project_stage, reextract_local, reextract_stage, report
     from sluice_tools.ops.stage import Stage, StageUnreachable
     from sluice_tools.runner.session import StateInUse
 
     spec = Path(args.spec) if args.spec else None
+    where = (args.run_id, spec, Path(args.specs))
+    done: Reextracted | Projection
     try:
-        done = (
-            reextract_stage(Stage.named(args.stage), args.run_id, spec, Path(args.specs))
-            if args.stage is not None
-            else reextract_local(Path(args.state), args.run_id, spec, Path(args.specs))
-        )
+        if args.dry_run:
+            done = (
+                project_stage(Stage.named(args.stage), *where)
+                if args.stage is not None
+                else project_local(Path(args.state), *where)
+            )
+        elif args.stage is not None:
+            done = reextract_stage(Stage.named(args.stage), *where, force=args.force)
+        else:
+            done = reextract_local(Path(args.state), *where, force=args.force)
+    except ReextractWorse as exc:
+        if args.json:
+            print(json.dumps({"refused": str(exc), **dataclasses.asdict(exc.projection)}, indent=2))
+        return _fail("reextract", f"refused: {exc}")
     except (ReextractRefused, StateInUse) as exc:
         return _fail("reextract", f"refused: {exc}")
     except (NoSuchRun, StageUnreachable, SpecError) as exc:
         return _fail("reextract", exc)
+    if isinstance(done, Projection):
+        print(json.dumps(dataclasses.asdict(done), indent=2) if args.json else f"dry run: {done.text()}")
+        return 1 if done.worse else 0
     print(json.dumps(done.summary.to_json(), indent=2, sort_keys=True) if args.json else report(done))
     return 0 if done.summary.healthy else 1
 
@@ -234,5 +260,14 @@ def add_commands(commands: Any) -> None:
     x.add_argument("run_id", metavar="RUN", help="a finished run's id, whose archive is read")
     x.add_argument("--spec", metavar="SPEC", help="the spec to extract with (default: the crawl's in --specs)")
     _where(x)
+    x.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the run's records even when the new ones would fail its record checks (none, or a drop "
+        "below the spec's alerts.record_count_floor): refused without it, nothing replaced",
+    )
+    x.add_argument(
+        "--dry-run", action="store_true", help="extract and count, write nothing: what the run's records would be"
+    )
     x.add_argument("--json", action="store_true", help="the run's new summary as JSON")
     x.set_defaults(run=reextract)

@@ -25,6 +25,7 @@ from sluice.pipeline.finalize.columnar_state import describe, read_state
 from sluice.spec import spec_files
 from sluice_tools.ops.query import PARQUET_DONE
 from sluice_tools.ops.stage import Stage, aws_errors
+from sluice_tools.runner.session import remembered_flags
 
 
 class NoSuchRun(LookupError):
@@ -62,12 +63,26 @@ class RunHistory(Protocol):
         ...
 
 
+def no_local_runs(state_dir: Path) -> str:
+    """Why a state folder without the local store has no runs to read: none yet, or only runs made with
+    --emulate-aws, whose state is under ``STATE/moto/`` (said with where their summaries and logs are)."""
+    folder = state_dir / EMULATED
+    if (folder / "s3").is_dir():
+        return (
+            f"no local runs in {state_dir}/: it holds runs made with --emulate-aws, kept in {folder}/ "
+            f"(moto's tables in dynamodb/, its bucket in s3/: each run's summary and records under "
+            f"{folder / 's3' / RUNS_PREFIX}), which `sluice runs`, `show` and `logs` do not read; "
+            f"their logs are in {folder / 'logs'}/"
+        )
+    return f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)"
+
+
 class LocalHistory:
     """The runs of a local state folder (``sluice run --state``), read without taking its lock."""
 
     def __init__(self, state_dir: Path) -> None:
         if not (state_dir / DB_NAME).is_file():
-            raise NoSuchRun(f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)")
+            raise NoSuchRun(no_local_runs(state_dir))
         self.where = f"{state_dir}/"
         self.store = LocalStore.open(state_dir)
 
@@ -113,6 +128,10 @@ class LocalHistory:
 
     def dead_letters(self, run_id: str) -> int:
         return self.store.queue.depth(run_id).dead
+
+    def fetch_flags(self, crawl: str, run_id: str) -> list[str]:
+        """The flags the run was started with that change what it may fetch (a resume must be given them)."""
+        return remembered_flags(self.store.folder, crawl, run_id) or []
 
     def log_file(self, run: RunState) -> Path:
         """The run's JSON Lines log, as ``sluice run`` names it (``logs/CRAWL-RUN.jsonl``)."""
@@ -197,6 +216,11 @@ class StageHistory:
         return f"CloudWatch Logs (`sluice logs {run.run_id} --stage {self.stage.name}`)"
 
 
+def fetch_flags(history: RunHistory, crawl: str, run_id: str) -> list[str]:
+    """The fetch flags a local run was started with (none for a stage's: its runs are never resumed from here)."""
+    return history.fetch_flags(crawl, run_id) if isinstance(history, LocalHistory) else []
+
+
 def command_running(history: RunHistory) -> bool | None:
     """Whether a command is running the history's runs in flight: known for a local state folder (its lock), not
     for a stage (None: its runs run on AWS, whatever runs here)."""
@@ -223,6 +247,15 @@ def emulated_run(state_dir: Path, run_id: str) -> str | None:
         f"run {run_id} was made with --emulate-aws: its data is in {folder}/ (moto's tables in dynamodb/, its "
         f"bucket in s3/), not in the local store `sluice show` reads; {shown}, its records {run / 'records'}/"
     )
+
+
+def emulated_logs(state_dir: Path, run_id: str) -> str | None:
+    """:func:`emulated_run` with where the run's log lines are (``STATE/moto/logs/CRAWL-RUN.jsonl``)."""
+    found = emulated_run(state_dir, run_id)
+    if found is None:
+        return None
+    logs = sorted((state_dir / EMULATED / "logs").glob(f"*-{run_id}.jsonl"))
+    return f"{found}; its log lines {logs[0]} (JSON Lines)" if logs else f"{found}; no log file of it was kept"
 
 
 def run_named(history: RunHistory, run_id: str) -> RunState:

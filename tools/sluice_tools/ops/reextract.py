@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from sluice.adapters.aws.athena import AthenaQueries
 from sluice.adapters.aws.clients import client
@@ -24,16 +27,23 @@ from sluice.adapters.local import LocalStore
 from sluice.adapters.local.store import DB_NAME
 from sluice.domain.clock import SYSTEM_CLOCK
 from sluice.domain.layout import parquet_prefix
+from sluice.domain.runs import RunState
 from sluice.domain.summary import RecordCounts, Reextraction
 from sluice.pipeline.finalize.columnar import start_copy
 from sluice.pipeline.finalize.columnar_state import CopyState
-from sluice.pipeline.reextract import Reextracted, reextract_run
+from sluice.pipeline.reextract import Projection, Reextracted, project_reextraction, reextract_run
 from sluice.pipeline.services import Services, Tuning
 from sluice.spec import CrawlSpec, find_spec, load_spec
-from sluice_tools.ops.history import NoSuchRun, StageHistory, run_named
+from sluice_tools.ops.history import NoSuchRun, StageHistory, no_local_runs, run_named
 from sluice_tools.ops.stage import Stage, aws_errors
 from sluice_tools.runner.parquet import rewrite_parquet
 from sluice_tools.runner.session import exclusive, logs_to
+
+
+class Opened(NamedTuple):
+    run: RunState
+    spec: CrawlSpec
+    services: Services
 
 
 def _spec(spec_path: Path | None, specs_dir: Path, crawl: str) -> CrawlSpec:
@@ -49,10 +59,11 @@ def _never(_: dict[str, object]) -> None:
     raise RuntimeError("re-extraction asks no function to run")  # it finalizes nothing, starts nothing
 
 
-def reextract_local(state_dir: Path, run_id: str, spec_path: Path | None, specs_dir: Path) -> Reextracted:
-    """Re-extract a run of the local state folder (refused while a `sluice run` holds the folder)."""
+@contextmanager
+def _local(state_dir: Path, run_id: str, spec_path: Path | None, specs_dir: Path) -> Iterator[Opened]:
+    """The run of the local state folder, its spec and the store's services, the folder held the while."""
     if not (state_dir / DB_NAME).is_file():
-        raise NoSuchRun(f"no runs in {state_dir}/: `sluice run` keeps its state there (or pass --state)")
+        raise NoSuchRun(no_local_runs(state_dir))
     with exclusive(state_dir):
         store = LocalStore.open(state_dir)
         try:
@@ -61,22 +72,37 @@ def reextract_local(state_dir: Path, run_id: str, spec_path: Path | None, specs_
                 raise NoSuchRun(f"no run {run_id} in {state_dir}/ (`sluice runs NAME` lists a crawl's runs)")
             spec = _spec(spec_path, specs_dir, run.crawl)
             folder = spec_path.parent if spec_path is not None else specs_dir
-            services = store.services(folder, Tuning(), finalize_later=_never, continue_start=_never)
-            # The pipeline's log lines go where the run's went (`sluice logs RUN` shows both).
-            log = state_dir / "logs" / f"{run.crawl}-{run_id}.jsonl"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with log.open("a", encoding="utf-8") as sink, logs_to(sink):
-                done = reextract_run(run.crawl, run_id, services, spec)
-                # The run's Parquet copy is its records again: rewritten from the rebuilt JSON Lines (on failure
-                # it is gone, logged, and queries read the JSON Lines).
-                rewrite_parquet(spec, state_dir / "objects", run_id)
-                return done
+            yield Opened(run, spec, store.services(folder, Tuning(), finalize_later=_never, continue_start=_never))
         finally:
             store.close()
 
 
-def reextract_stage(stage: Stage, run_id: str, spec_path: Path | None, specs_dir: Path) -> Reextracted:
-    """Re-extract a run of a deployed stage, reading its archive and writing its output with your credentials."""
+def reextract_local(
+    state_dir: Path, run_id: str, spec_path: Path | None, specs_dir: Path, *, force: bool = False
+) -> Reextracted:
+    """Re-extract a run of the local state folder (refused while a `sluice run` holds the folder, and when the new
+    records would fail their checks unless ``force``)."""
+    with _local(state_dir, run_id, spec_path, specs_dir) as (run, spec, services):
+        # The pipeline's log lines go where the run's went (`sluice logs RUN` shows both).
+        log = state_dir / "logs" / f"{run.crawl}-{run_id}.jsonl"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as sink, logs_to(sink):
+            done = reextract_run(run.crawl, run_id, services, spec, force=force)
+            # The run's Parquet copy is its records again: rewritten from the rebuilt JSON Lines (on failure
+            # it is gone, logged, and queries read the JSON Lines).
+            rewrite_parquet(spec, state_dir / "objects", run_id)
+            return done
+
+
+def project_local(state_dir: Path, run_id: str, spec_path: Path | None, specs_dir: Path) -> Projection:
+    """What re-extracting a run of the local state folder would make of its records, nothing written."""
+    with _local(state_dir, run_id, spec_path, specs_dir) as (run, spec, services):
+        return project_reextraction(run.crawl, run_id, services, spec)
+
+
+@contextmanager
+def _staged(stage: Stage, run_id: str, spec_path: Path | None, specs_dir: Path) -> Iterator[Opened]:
+    """The run of a deployed stage, its spec and the stage's services (with your credentials)."""
     history = StageHistory(stage, specs_dir)
     run = run_named(history, run_id)
     spec = _spec(spec_path, specs_dir, run.crawl)
@@ -93,10 +119,25 @@ def reextract_stage(stage: Stage, run_id: str, spec_path: Path | None, specs_dir
             finalize_later=_never,
             continue_start=_never,
         )
-        done = reextract_run(run.crawl, run_id, services, spec)
+        yield Opened(run, spec, services)
+
+
+def reextract_stage(
+    stage: Stage, run_id: str, spec_path: Path | None, specs_dir: Path, *, force: bool = False
+) -> Reextracted:
+    """Re-extract a run of a deployed stage, reading its archive and writing its output with your credentials
+    (refused when the new records would fail their checks unless ``force``)."""
+    with _staged(stage, run_id, spec_path, specs_dir) as (run, spec, services):
+        done = reextract_run(run.crawl, run_id, services, spec, force=force)
         if done.summary.records_total:
             copy_again(stage, spec, run_id)
         return done
+
+
+def project_stage(stage: Stage, run_id: str, spec_path: Path | None, specs_dir: Path) -> Projection:
+    """What re-extracting a run of a deployed stage would make of its records, nothing written."""
+    with _staged(stage, run_id, spec_path, specs_dir) as (run, spec, services):
+        return project_reextraction(run.crawl, run_id, services, spec)
 
 
 def copy_again(stage: Stage, spec: CrawlSpec, run_id: str) -> CopyState:

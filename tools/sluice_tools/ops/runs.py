@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -84,11 +85,13 @@ def recent(history: RunHistory, crawl: str, limit: int) -> list[RunRow]:
     ]
 
 
-def resume_hint(crawl: str, specs: str, state: str) -> str:
-    """How to go on with a run a killed command left (or give it up)."""
+def resume_hint(crawl: str, specs: str, state: str, flags: Sequence[str] = ()) -> str:
+    """How to go on with a run a killed command left (or give it up); ``flags``: those it was started with that
+    change what it may fetch (``--allow-loopback``), which the resume must be given too."""
+    given = "".join(f" {flag}" for flag in flags)
     return (
         f"interrupted: no sluice command is running it (the one that ran it was killed); "
-        f"`sluice run {specs}/{crawl}.yaml --state {state}` resumes it, with --restart closes it as unfinished"
+        f"`sluice run {specs}/{crawl}.yaml --state {state}{given}` resumes it, with --restart closes it as unfinished"
     )
 
 

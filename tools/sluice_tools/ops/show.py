@@ -11,7 +11,7 @@ from typing import Any
 from sluice.domain.layout import manifest_key, records_prefix, summary_key
 from sluice.domain.runs import RunState
 from sluice.domain.summary import RunSummary
-from sluice_tools.ops.history import LocalHistory, NoSuchRun, RunHistory, command_running
+from sluice_tools.ops.history import LocalHistory, NoSuchRun, RunHistory, command_running, fetch_flags
 from sluice_tools.ops.runs import RunRow, duration, resume_hint
 from sluice_tools.runner.session import LocalRun
 from sluice_tools.runner.summary import as_text
@@ -93,7 +93,7 @@ def report(history: RunHistory, run: RunState, *, specs: str = "crawls", state: 
         outputs["logs"] = logs
     resume = None
     if run.status != "finished" and command_running(history) is False:
-        resume = resume_hint(run.crawl, specs, state)
+        resume = resume_hint(run.crawl, specs, state, fetch_flags(history, run.crawl, run.run_id))
     catalog = catalog_verdict(history, summary) if summary is not None else None
     return RunReport(run, summary, outputs, history.dead_letters(run.run_id), progress, resume, catalog)
 

@@ -52,7 +52,17 @@ from sluice.spec import CrawlSpec
 from sluice_tools.runner.parquet import with_parquet
 from sluice_tools.runner.processes import VISIBILITY_S, Batches, WorkerPlan, WorkerProcesses, split
 from sluice_tools.runner.secrets import local_credentials
-from sluice_tools.runner.session import LocalRun, Progress, RunView, exclusive, logs_to
+from sluice_tools.runner.session import (
+    FlagsDiffer,
+    LocalRun,
+    Progress,
+    RunView,
+    exclusive,
+    fetch_flags,
+    logs_to,
+    remember_flags,
+    remembered_flags,
+)
 
 RUN_TIME_LIMIT_S = 6 * 3600.0
 """A local run that has not drained in six hours is stopped and finalized as unfinished."""
@@ -164,6 +174,8 @@ class LocalFleet:
             finalize_workers=LOCAL_FINALIZE_WORKERS,
         )
         self.say = say or (lambda _: None)
+        self.flags = fetch_flags(allow_loopback=allow_loopback)
+        """The flags given that change what a run may fetch: kept with a new run, checked on a resume."""
 
     def run(self, spec: CrawlSpec, progress: Progress | None = None, *, restart: bool = False) -> LocalRun:
         """Run ``spec`` once (or finish the run an interrupted command left); logs go to ``state_dir/logs/``.
@@ -176,27 +188,33 @@ class LocalFleet:
         self._logs = logs
         # Line by line when worker processes append to the same file (each line whole, none cut by another's).
         buffering = 1 if self.processes > 1 else -1
-        with (
-            exclusive(self.state_dir),
-            logs.open("a", encoding="utf-8", buffering=buffering) as sink,
-            logs_to(sink),
-            collected_rarely(),
-        ):
-            store = self._open_store()
-            try:
-                result = self._run(spec, store, progress, restart)
-                # Its parts and seed set were working data: the output holds what they held (S3 expires them).
-                # Removed while the Parquet copy is written (which reads the output alone): the removal waits
-                # on the file system, the copy on the CPU.
-                work = store.objects.path(work_prefix(spec.name, result.run_id))
-                cleanup = threading.Thread(target=shutil.rmtree, args=(work,), kwargs={"ignore_errors": True})
-                cleanup.start()
+        fresh = not logs.exists()  # a killed command's, started in the same second, is appended to: kept
+        try:
+            with (
+                exclusive(self.state_dir),
+                logs.open("a", encoding="utf-8", buffering=buffering) as sink,
+                logs_to(sink),
+                collected_rarely(),
+            ):
+                store = self._open_store()
                 try:
-                    result = with_parquet(result, spec, self.state_dir / "objects")
+                    result = self._run(spec, store, progress, restart)
+                    # Its parts and seed set were working data: the output holds what they held (S3 expires them).
+                    # Removed while the Parquet copy is written (which reads the output alone): the removal waits
+                    # on the file system, the copy on the CPU.
+                    work = store.objects.path(work_prefix(spec.name, result.run_id))
+                    cleanup = threading.Thread(target=shutil.rmtree, args=(work,), kwargs={"ignore_errors": True})
+                    cleanup.start()
+                    try:
+                        result = with_parquet(result, spec, self.state_dir / "objects")
+                    finally:
+                        cleanup.join()
                 finally:
-                    cleanup.join()
-            finally:
-                store.close()
+                    store.close()
+        except FlagsDiffer:
+            if fresh:
+                logs.unlink(missing_ok=True)  # refused before anything ran: no log to keep
+            raise
         named = logs.with_name(f"{spec.name}-{result.run_id}.jsonl")
         # A command killed before its end left its log under the time it started: a resumed run takes those lines
         # back, first, so `sluice logs RUN` shows the run from its opening, not from "run resumed".
@@ -236,6 +254,7 @@ class LocalFleet:
             upload_seed_file(store.objects, spec, self.specs_dir)
             try:
                 run_id = start_run(StartEvent(crawl=spec.name), services, time_left=lambda: math.inf).run_id
+                remember_flags(self.state_dir, spec.name, run_id, self.flags)
             except StartFailed as exc:  # the run is closed, with the reason in its summary
                 self.say(str(exc))
                 return self._result(spec, exc.run_id, store, None)
@@ -295,6 +314,11 @@ class LocalFleet:
             if closed is not None:
                 self.say(f"abandoned run {run.run_id}: finalized as {closed.summary.status}")
             return None
+        # A resume fetches what its run may fetch, no more and no less: other flags are refused here, before any
+        # request (a run started with --allow-loopback, resumed without it, skipped every page left as loopback).
+        started = remembered_flags(self.state_dir, spec.name, run.run_id)
+        if started is not None and sorted(started) != sorted(self.flags):
+            raise FlagsDiffer.of(run.run_id, started, self.flags)
         # Counted exactly from the run's URLs: the progress hints are hints (a killed batch leaves them off), and
         # "1700 of 100 pages done" counted the pages done against the seeds alone.
         tally = RunTally.of(run.seeds, store.frontier.scan(run.run_id))
