@@ -195,8 +195,8 @@ def test_the_nesting_limit_says_why_a_page_is_refused(tmp_path: Path, site: Runn
 
 
 def test_spec_errors_are_named_by_their_path_as_validate_names_them(tmp_path: Path, sluice: Cli) -> None:
-    broken = _write(
-        tmp_path, "broken.yaml", CARDS_SPEC.replace("required: true", "required: maybe").replace("h2::text", "h2::txt")
+    broken = _write(  # named after its crawl: validate also names a file-name mismatch, which parse need not
+        tmp_path, "cards.yaml", CARDS_SPEC.replace("required: true", "required: maybe").replace("h2::text", "h2::txt")
     )
     page = _write(tmp_path, "cards.html", CARDS)
     code, out, err = sluice("parse", str(broken), str(page))
