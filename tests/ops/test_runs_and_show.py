@@ -217,16 +217,20 @@ def test_report_draws_the_same_runs_from_either_place(three_runs: Runs, sluice: 
     assert records.count('xlink:href="#run-') == 3 + 1  # each point, and the alert's rule
 
 
-def test_show_of_an_emulated_run_says_where_its_data_is(local: LocalCrawls, sluice: Cli) -> None:
-    """`sluice run --emulate-aws` keeps its state in STATE/moto/, not in the local store `show` reads: `show` said
-    "no runs in STATE/" (or "no run RUN"), naming nowhere the run's data is."""
+def _emulated_run(local: LocalCrawls, sluice: Cli) -> tuple[str, list[str], Path]:
+    """A one-page run of demo-books made with --emulate-aws: its id, the --state/--specs arguments, its moto folder."""
     local.shrink(1)
     spec = str(local.specs / "demo-books.yaml")
     where = ["--state", str(local.state), "--specs", str(local.specs)]
     code, out, err = sluice("run", spec, *where[:2], "--allow-loopback", "--emulate-aws", "--json", "--workers", "2")
     assert code == 0, err
-    run_id = json.loads(out)["run_id"]
-    moto = local.state / "moto"
+    return json.loads(out)["run_id"], where, local.state / "moto"
+
+
+def test_show_of_an_emulated_run_says_where_its_data_is(local: LocalCrawls, sluice: Cli) -> None:
+    """`sluice run --emulate-aws` keeps its state in STATE/moto/, not in the local store `show` reads: `show` said
+    "no runs in STATE/" (or "no run RUN"), naming nowhere the run's data is."""
+    run_id, where, moto = _emulated_run(local, sluice)
     for _ in range(2):  # with no local run in the folder, then with one
         code, _, err = sluice("show", run_id, *where)
         assert code == 2
@@ -239,13 +243,7 @@ def test_show_of_an_emulated_run_says_where_its_data_is(local: LocalCrawls, slui
 def test_runs_and_logs_of_an_emulated_state_say_where_its_runs_are(local: LocalCrawls, sluice: Cli) -> None:
     """`runs` and `logs` said "no runs in STATE/: `sluice run` keeps its state there (or pass --state)" of a
     state --state named, where the run had just printed `logs STATE/moto/logs/....jsonl`."""
-    local.shrink(1)
-    spec = str(local.specs / "demo-books.yaml")
-    where = ["--state", str(local.state), "--specs", str(local.specs)]
-    code, out, err = sluice("run", spec, *where[:2], "--allow-loopback", "--emulate-aws", "--json", "--workers", "2")
-    assert code == 0, err
-    run_id = json.loads(out)["run_id"]
-    moto = local.state / "moto"
+    run_id, where, moto = _emulated_run(local, sluice)
     code, _, err = sluice("runs", "demo-books", *where)
     assert code == 2
     assert f"no local runs in {local.state}/: it holds runs made with --emulate-aws, kept in {moto}/" in err
