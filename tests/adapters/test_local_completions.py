@@ -78,3 +78,17 @@ def test_a_chunk_of_completions_is_a_few_statements_and_counts_each_url_once(
     assert found[url_hash("https://books.example/2.html")].parent == CLAIMER  # the claim's parent kept
     assert found[url_hash("https://books.example/7.html")].result == result(7)
     assert found[url_hash("https://books.example/600.html")].result == result(600, "failed")
+
+
+def test_the_links_a_run_claims_before_its_first_completion_are_counted(tmp_path: Path) -> None:
+    """The claim added to the run's counts row with an UPDATE, and the row was made by the first completion: a
+    run's first claims (its seed page's links) were never counted, so `sluice show` said "621 of 1901 pages" of
+    a run whose URLs were 2,021, and the progress bar's total was short by the same."""
+    frontier = SqliteFrontier(Database(tmp_path))
+    first = [UrlTask(url=f"https://books.example/{n}.html", depth=1, origin="link", parent=CLAIMER) for n in range(5)]
+    assert len(frontier.claim(RUN, first, seeds=1, max_pages=1_000).won) == 5
+    assert frontier.progress(RUN).claimed == 5
+    frontier.complete(RUN, [result(0)])
+    more = [UrlTask(url=f"https://books.example/{n}.html", depth=2, origin="link", parent=CLAIMER) for n in range(3, 9)]
+    assert len(frontier.claim(RUN, more, seeds=1, max_pages=1_000).won) == 4
+    assert frontier.progress(RUN).claimed == 9

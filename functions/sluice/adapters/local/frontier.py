@@ -84,6 +84,7 @@ class SqliteFrontier:
                 ).fetchone()
                 if inserted is not None:
                     won.append(task)
+            _counts(db, run_id)  # the row may not be there yet: a run's first claims come before its first completion
             db.execute("UPDATE run_counts SET links = links + ? WHERE run_id = ?", (len(won), run_id))
         return Claims(won, capped)
 
